@@ -1,0 +1,5 @@
+"""Allow ``python -m compiler``."""
+
+from compiler.cli import main
+
+raise SystemExit(main())

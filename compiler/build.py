@@ -1,0 +1,632 @@
+"""Semantic checks and construction of the frozen model from schema-valid documents.
+
+Everything the JSON Schema cannot say is checked here, each problem reported at the
+position of the value at fault: unknown owners, duplicate names, objective range,
+PromQL that does not parse, thresholds that are not bucket edges, bounds that can never
+be crossed, windows that do not fit the period, labels that an aggregation loses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from compiler import promql
+from compiler.buckets import KNOWN_BUCKETS, go_float
+from compiler.diagnostics import Diagnostics
+from compiler.load import Document, PathKey
+from compiler.model import (
+    SLI,
+    SLO,
+    BurnAlert,
+    GaugeSLI,
+    Join,
+    LatencySLI,
+    LatencyThreshold,
+    Mitigation,
+    Model,
+    NoData,
+    Objective,
+    Project,
+    QuantileSLI,
+    Range,
+    RatioSLI,
+    Relative,
+    Selector,
+    Severity,
+    Slice,
+    StateSLI,
+    Team,
+    Unit,
+)
+from compiler.promql import Matcher, PromQLError
+from compiler.validate import _suggest, validate_document
+
+MINUTE = 60_000
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+RAW_RANGE_LIMIT_MS = 5 * MINUTE
+DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"
+RESERVED_LABELS = frozenset(
+    {"slo", "team", "family", "severity", "alertname", "long_window", "short_window", "le", "__name__"}
+)
+
+
+@dataclass(frozen=True)
+class PolicyStep:
+    """A default burn-rate window pair, as a share of the period's budget."""
+
+    severity: Severity
+    long_ms: int
+    short_ms: int
+    budget_share: float
+    for_ms: int
+
+
+# The SRE Workbook / kubernetes-mixin policy; the factor follows from the period:
+# share x period / long window (14.4, 6, 3 and 1 for 30 days).
+DEFAULT_POLICY: tuple[PolicyStep, ...] = (
+    PolicyStep("page", HOUR, 5 * MINUTE, 0.02, 2 * MINUTE),
+    PolicyStep("page", 6 * HOUR, 30 * MINUTE, 0.05, 15 * MINUTE),
+    PolicyStep("ticket", DAY, 2 * HOUR, 0.10, HOUR),
+    PolicyStep("ticket", 3 * DAY, 6 * HOUR, 0.10, 3 * HOUR),
+)
+
+
+def clean_number(value: float) -> float:
+    """Round away binary noise (14.4 * 0.01 = 0.14400000000000002) so rules read as written."""
+    return float(f"{value:.12g}")
+
+
+def parse_percent(value: Any) -> float | None:
+    """'99.5%' or 99.5 -> 99.5 (percent); None when not a number."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*%\s*", value)
+        if match:
+            return float(match.group(1))
+    return None
+
+
+def camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("-") if part)
+
+
+class _SpecBuilder:
+    """Builds one SLO from one schema-valid document, reporting every semantic problem."""
+
+    def __init__(self, document: Document, teams: dict[str, Team], diagnostics: Diagnostics) -> None:
+        self.doc = document
+        self.data: dict[str, Any] = document.data
+        self.teams = teams
+        self.diagnostics = diagnostics
+        self.failed = False
+
+    def error(self, key: PathKey, message: str, *, at_key: bool = False) -> None:
+        position = self.doc.key_position(key) if at_key else self.doc.position(key)
+        self.diagnostics.error(position, message)
+        self.failed = True
+
+    # -- small parsers ---------------------------------------------------------------
+
+    def duration(self, key: PathKey, default: int | None = None) -> int:
+        value = self._get(key)
+        if value is None:
+            return default if default is not None else 0
+        parsed = promql.parse_duration(str(value))
+        if parsed is None:
+            self.error(key, f"{_dotted(key)} is not a Prometheus duration: {value!r} (write e.g. 5m, 1h, 30d)")
+            return default or 0
+        return parsed
+
+    def _get(self, key: PathKey) -> Any:
+        node: Any = self.data
+        for part in key:
+            if isinstance(node, dict) and isinstance(part, str):
+                node = node.get(part)
+            elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+                node = node[part]
+            else:
+                return None
+        return node
+
+    def label_names(self, key: PathKey, names: list[str]) -> tuple[str, ...]:
+        for index, name in enumerate(names):
+            if not promql.is_valid_label_name(name):
+                self.error((*key, index), f"invalid Prometheus label name '{name}'")
+        return tuple(names)
+
+    def matchers(self, key: PathKey, text: str | None) -> tuple[Matcher, ...]:
+        """Parse a bare matcher set such as '{job="apiserver"}'."""
+        if text is None or not text.strip():
+            return ()
+        bare = text.strip().startswith("{")
+        try:
+            # A bare matcher set may match the empty string ({scope=~"resource|"}), which PromQL
+            # only allows next to a metric name, so parse it with a placeholder name.
+            name, matchers = promql.parse_selector(f"slo_placeholder{text.strip()}" if bare else text)
+        except PromQLError as exc:
+            self.error(key, f"invalid PromQL selector in {_dotted(key)}: {exc}")
+            return ()
+        if bare:
+            name = None
+        if name is not None:
+            matchers = (Matcher("__name__", "=", name), *matchers)
+        return self._checked_matchers(key, matchers)
+
+    def _checked_matchers(self, key: PathKey, matchers: tuple[Matcher, ...]) -> tuple[Matcher, ...]:
+        for matcher in matchers:
+            if matcher.name != "__name__" and not promql.is_valid_label_name(matcher.name):
+                self.error(key, f"invalid Prometheus label name '{matcher.name}' in {_dotted(key)}")
+        return matchers
+
+    def selectors(self, key: PathKey, slice_matchers: tuple[Matcher, ...]) -> tuple[Selector, ...]:
+        value = self._get(key)
+        if value is None:
+            return ()
+        texts = [value] if isinstance(value, str) else list(value)
+        result = []
+        for index, text in enumerate(texts):
+            where = key if isinstance(value, str) else (*key, index)
+            try:
+                name, matchers = promql.parse_selector(text)
+            except PromQLError as exc:
+                self.error(where, f"invalid PromQL selector in {_dotted(key)}: {exc}")
+                continue
+            if name is None:
+                self.error(where, f"{_dotted(key)}: the selector must name a metric: {text!r}")
+                continue
+            if not promql.is_valid_metric_name(name):
+                self.error(where, f"invalid metric name '{name}' in {_dotted(key)}")
+            result.append(Selector(name, (*self._checked_matchers(where, matchers), *slice_matchers)))
+        return tuple(result)
+
+    def expression(self, key: PathKey, slice_matchers: tuple[Matcher, ...], keep: tuple[str, ...]) -> str:
+        """A user-written PromQL expression: parse it, bound its raw ranges, keep the slice labels."""
+        text = str(self._get(key))
+        try:
+            analysis = promql.analyse(text)
+        except PromQLError as exc:
+            self.error(key, f"invalid PromQL in {_dotted(key)}: {exc}")
+            return text
+        for selector_name, matchers in analysis.selectors:
+            for matcher in matchers:
+                if not promql.is_valid_label_name(matcher.name):
+                    self.error(key, f"invalid Prometheus label name '{matcher.name}' in {_dotted(key)}")
+            if selector_name is not None and not promql.is_valid_metric_name(selector_name):
+                self.error(key, f"invalid metric name '{selector_name}' in {_dotted(key)}")
+        for range_ms in analysis.ranges_ms:
+            if range_ms > RAW_RANGE_LIMIT_MS:
+                self.error(
+                    key,
+                    f"{_dotted(key)} reads raw series over {promql.format_duration(range_ms)}; rules that read "
+                    "raw series may use at most 5m (longer windows are built from the SLO's recorded series)",
+                )
+        lost = promql.labels_lost(text, keep)
+        if lost:
+            self.error(
+                key,
+                f"{_dotted(key)} drops slice label(s) {', '.join(lost)} in an aggregation; "
+                "keep them in every 'by (...)' so each alert fires per slice",
+            )
+        return promql.inject_matchers(text, slice_matchers) if slice_matchers else text
+
+    # -- sections ---------------------------------------------------------------------
+
+    def build(self) -> SLO | None:
+        data = self.data
+        name: str = data["name"]
+        owner_name: str = data["owner"]
+        team = self.teams.get(owner_name)
+        if team is None:
+            hint = _suggest(owner_name, sorted(self.teams))
+            known = ", ".join(sorted(self.teams)) or "none registered"
+            self.error(("owner",), f"unknown owner '{owner_name}' (teams: {known}){hint}")
+        slice_ = self.slice()
+        sli = self.sli(slice_)
+        objective = self.objective(sli) if "objective" in data else None
+        persistence_for = self.duration(("persistence", "for"))
+        persistence_keep = self.duration(("persistence", "keep_firing_for"))
+        normal = self.range_("normal_range", sli, "ticket", persistence_for, persistence_keep)
+        critical = self.range_("critical_range", sli, "page", persistence_for, persistence_keep)
+        if objective is None and normal is None and critical is None:
+            self.error((), "spec has nothing to alert on: give it an objective, a normal_range or both")
+        if critical is not None and normal is None:
+            self.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
+        no_data = self.no_data()
+        unit = self.unit(sli)
+        mitigation = data["mitigation"]
+        if self.failed or team is None or sli is None:
+            return None
+        return SLO(
+            name=name,
+            alert_name=data.get("alert_name") or camel(name),
+            family=data["family"],
+            owner=team,
+            description=data["description"].strip(),
+            k8s_versions=data.get("k8s_versions", ""),
+            unit=unit,
+            slice=slice_,
+            sli=sli,
+            objective=objective,
+            normal_range=normal,
+            critical_range=critical,
+            persistence_for_ms=persistence_for,
+            persistence_keep_firing_for_ms=persistence_keep,
+            no_data=no_data,
+            mitigation=Mitigation(
+                summary=mitigation["summary"].strip(),
+                steps=tuple(step.strip() for step in mitigation["steps"]),
+                stop_conditions=tuple(step.strip() for step in mitigation["stop_conditions"]),
+                escalation=mitigation["escalation"].strip(),
+            ),
+            see_also=tuple(data.get("see_also", [])),
+            source=self.doc.path,
+            spec_hash=self.doc.content_hash[:16],
+        )
+
+    def slice(self) -> Slice:
+        raw = self.data["slice"]
+        by = self.label_names(("slice", "by"), raw["by"])
+        for index, label in enumerate(by):
+            if label in RESERVED_LABELS:
+                self.error(("slice", "by", index), f"slice label '{label}' is reserved by the compiler")
+        matchers = self.matchers(("slice", "selector"), raw.get("selector"))
+        for matcher in matchers:
+            if matcher.name == "__name__":
+                self.error(("slice", "selector"), "slice.selector must not name a metric; give only label matchers")
+        join = None
+        if "join" in raw:
+            join_raw = raw["join"]
+            try:
+                info_name, info_matchers = promql.parse_selector(join_raw["metric"])
+            except PromQLError as exc:
+                self.error(("slice", "join", "metric"), f"invalid PromQL selector in slice.join.metric: {exc}")
+                info_name, info_matchers = None, ()
+            on = self.label_names(("slice", "join", "on"), join_raw["on"])
+            labels = self.label_names(("slice", "join", "labels"), join_raw["labels"])
+            join = Join(Selector(info_name, info_matchers), on, labels)
+        return Slice(by=by, matchers=tuple(m for m in matchers if m.name != "__name__"), join=join)
+
+    def sli(self, slice_: Slice) -> SLI | None:
+        raw = self.data["sli"]
+        kind = next(iter(raw))
+        body = raw[kind]
+        base: PathKey = ("sli", kind)
+        # An expression must keep the slice labels it provides itself, and the labels the join matches on.
+        selectors_keep = (
+            slice_.by
+            if slice_.join is None
+            else tuple(
+                dict.fromkeys([*(label for label in slice_.by if label not in slice_.join.labels), *slice_.join.on])
+            )
+        )
+        if kind == "ratio":
+            if ("bad" in body) == ("good" in body):
+                self.error(base, "sli.ratio needs exactly one of 'bad' or 'good' (and 'total')", at_key=True)
+            return RatioSLI(
+                bad=self.selectors((*base, "bad"), slice_.matchers),
+                good=self.selectors((*base, "good"), slice_.matchers),
+                total=self.selectors((*base, "total"), slice_.matchers),
+            )
+        if kind == "latency":
+            buckets = self.buckets(base, body)
+            thresholds = self.thresholds(base, body, buckets)
+            matchers = self.matchers((*base, "selector"), body.get("selector"))
+            return LatencySLI(
+                histogram=body["histogram"],
+                matchers=(*matchers, *slice_.matchers),
+                thresholds=thresholds,
+                buckets=buckets,
+                errors=self.selectors((*base, "errors"), slice_.matchers),
+                total=self.selectors((*base, "total"), slice_.matchers),
+            )
+        if kind == "quantile":
+            buckets = self.buckets(base, body)
+            matchers = self.matchers((*base, "selector"), body.get("selector"))
+            return QuantileSLI(body["histogram"], (*matchers, *slice_.matchers), float(body["quantile"]), buckets)
+        expr = self.expression((*base, "expr"), slice_.matchers, selectors_keep)
+        if kind == "state":
+            return StateSLI(expr)
+        return GaugeSLI(expr, body.get("aggregate", "sum"))
+
+    def buckets(self, base: PathKey, body: dict[str, Any]) -> tuple[float, ...]:
+        if "buckets" in body:
+            edges = tuple(float(edge) for edge in body["buckets"])
+            if list(edges) != sorted(set(edges)):
+                self.error((*base, "buckets"), "buckets must be strictly increasing")
+            return edges
+        known = KNOWN_BUCKETS.get(body["histogram"])
+        if known is None:
+            self.error(
+                (*base, "histogram"),
+                f"unknown histogram '{body['histogram']}': declare its finite bucket edges in 'buckets' "
+                "so thresholds can be checked",
+            )
+            return ()
+        return known
+
+    def thresholds(
+        self, base: PathKey, body: dict[str, Any], buckets: tuple[float, ...]
+    ) -> tuple[LatencyThreshold, ...]:
+        raw = body["threshold"]
+        entries = (
+            [((*base, "threshold"), raw, None)]
+            if not isinstance(raw, list)
+            else [((*base, "threshold", i, "le"), item["le"], item.get("when")) for i, item in enumerate(raw)]
+        )
+        result = []
+        for key, le, when in entries:
+            le = float(le)
+            if buckets and le not in buckets:
+                lower = max((edge for edge in buckets if edge < le), default=None)
+                upper = min((edge for edge in buckets if edge > le), default=None)
+                near = " or ".join(go_float(edge) for edge in (lower, upper) if edge is not None)
+                self.error(
+                    key,
+                    f"latency threshold {go_float(le)} is not a bucket edge of {body['histogram']}"
+                    + (f"; nearest edges: {near}" if near else ""),
+                )
+            when_matchers = self.matchers((*key[:-1], "when"), when) if when is not None else ()
+            result.append(LatencyThreshold(le, when_matchers))
+        return tuple(result)
+
+    def objective(self, sli: SLI | None) -> Objective | None:
+        raw = self.data["objective"]
+        if sli is not None and not isinstance(sli, RatioSLI | LatencySLI | StateSLI):
+            self.error(
+                ("objective",),
+                "an objective needs a ratio, latency or state SLI (events to budget)",
+                at_key=True,
+            )
+            return None
+        percent = parse_percent(raw["target"])
+        if percent is None:
+            self.error(
+                ("objective", "target"),
+                f"objective.target must be a percentage like '99.5%', got {raw['target']!r}",
+            )
+            return None
+        if not 0 < percent < 100:
+            self.error(
+                ("objective", "target"),
+                f"objective {go_float(percent)}% is out of range: it must be above 0% and below 100%",
+            )
+            return None
+        target = clean_number(percent / 100)
+        period = self.duration(("objective", "period"))
+        if period and (period < DAY or period % HOUR):
+            self.error(
+                ("objective", "period"),
+                "objective.period must be whole hours and at least 1d (e.g. 7d, 28d, 30d)",
+            )
+        alerts = self.burn_alerts(target, period)
+        return Objective(target=target, period_ms=period, burn_alerts=alerts)
+
+    def burn_alerts(self, target: float, period: int) -> tuple[BurnAlert, ...]:
+        budget = 1 - target
+        raw = self._get(("objective", "burn_alerts"))
+        steps: list[tuple[PathKey, BurnAlert]] = []
+        if raw is None:
+            for step in DEFAULT_POLICY:
+                factor = clean_number(step.budget_share * period / step.long_ms) if period else 0.0
+                steps.append(
+                    (
+                        ("objective", "period"),
+                        BurnAlert(step.severity, step.long_ms, step.short_ms, factor, step.for_ms, 0),
+                    )
+                )
+        else:
+            for index, item in enumerate(raw):
+                key: PathKey = ("objective", "burn_alerts", index)
+                long_ms = self.duration((*key, "long"))
+                short_ms = self.duration((*key, "short"))
+                if ("factor" in item) == ("budget_share" in item):
+                    self.error(key, "a burn alert needs exactly one of 'factor' or 'budget_share'")
+                    continue
+                if "factor" in item:
+                    factor = clean_number(float(item["factor"]))
+                else:
+                    share = parse_percent(item["budget_share"])
+                    if share is None or not 0 < share <= 100:
+                        self.error((*key, "budget_share"), "budget_share must be a percentage in (0%, 100%]")
+                        continue
+                    factor = clean_number(share / 100 * period / long_ms) if long_ms else 0.0
+                if short_ms >= long_ms:
+                    self.error((*key, "short"), "the short window must be shorter than the long window")
+                steps.append(
+                    (
+                        key,
+                        BurnAlert(
+                            item["severity"],
+                            long_ms,
+                            short_ms,
+                            factor,
+                            self.duration((*key, "for"), 0),
+                            self.duration((*key, "keep_firing_for"), 0),
+                        ),
+                    )
+                )
+        for key, alert in steps:
+            for window in (alert.long_ms, alert.short_ms):
+                if window % (5 * MINUTE):
+                    self.error(key, f"burn window {promql.format_duration(window)} must be a multiple of 5m")
+                if period and window > period:
+                    self.error(key, f"burn window {promql.format_duration(window)} is longer than the period")
+            if alert.factor * budget >= 1:
+                self.error(
+                    key,
+                    f"burn threshold {alert.factor}x the {go_float(clean_number(budget * 100))}% budget is "
+                    f"{go_float(clean_number(alert.factor * budget * 100))}% errors, which can never be exceeded; "
+                    "lower the factor or the target",
+                )
+        return tuple(alert for _, alert in steps)
+
+    def range_(self, section: str, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int) -> Range | None:
+        raw = self.data.get(section)
+        if raw is None:
+            return None
+        minimum = raw.get("min")
+        maximum = raw.get("max")
+        relative = None
+        if "relative" in raw:
+            rel = raw["relative"]
+            if "max_factor" not in rel and "min_factor" not in rel:
+                self.error((section, "relative"), f"{section}.relative needs max_factor, min_factor or both")
+            if (
+                rel.get("max_factor") is not None
+                and rel.get("min_factor") is not None
+                and rel["min_factor"] >= rel["max_factor"]
+            ):
+                self.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
+            offset = self.duration((section, "relative", "offset"))
+            if offset <= 0:
+                self.error((section, "relative", "offset"), "relative.offset must be positive")
+            relative = Relative(offset, rel.get("max_factor"), rel.get("min_factor"), float(rel.get("floor", 0)))
+        if minimum is None and maximum is None and relative is None:
+            self.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)
+            return None
+        if minimum is not None and maximum is not None and minimum >= maximum:
+            self.error((section, "min"), f"{section}.min ({minimum}) must be below max ({maximum})")
+        if isinstance(sli, QuantileSLI) and sli.buckets:
+            top = max(sli.buckets)
+            if maximum is not None and maximum >= top:
+                self.error(
+                    (section, "max"),
+                    f"{section}.max {go_float(maximum)} can never be exceeded: the quantile of {sli.histogram} "
+                    f"is at most its top finite bucket edge {go_float(top)}",
+                )
+        ratio_value = sli is not None and isinstance(sli, RatioSLI | LatencySLI | StateSLI)
+        for bound in ("min", "max"):
+            value = raw.get(bound)
+            if ratio_value and value is not None and not 0 <= value <= 1:
+                self.error(
+                    (section, bound),
+                    f"{section}.{bound} is an error ratio for this SLI and must be within 0..1",
+                )
+        return Range(
+            minimum=None if minimum is None else float(minimum),
+            maximum=None if maximum is None else float(maximum),
+            relative=relative,
+            severity=raw.get("severity", severity),
+            for_ms=self.duration((section, "for"), for_ms),
+            keep_firing_for_ms=self.duration((section, "keep_firing_for"), keep_ms),
+            reason=str(raw.get("reason", "")).strip(),
+        )
+
+    def no_data(self) -> NoData:
+        raw = self.data.get("no_data", {})
+        return NoData(
+            enabled=bool(raw.get("enabled", True)),
+            for_ms=self.duration(("no_data", "for"), 15 * MINUTE),
+            severity=raw.get("severity", "ticket"),
+        )
+
+    def unit(self, sli: SLI | None) -> Unit:
+        explicit = self.data.get("unit")
+        if explicit is not None:
+            if isinstance(sli, RatioSLI | LatencySLI | StateSLI) and explicit != "ratio":
+                self.error(
+                    ("unit",),
+                    "the value of a ratio, latency or state SLI is an error ratio: unit must be 'ratio'",
+                )
+            unit: Unit = explicit
+            return unit
+        if isinstance(sli, GaugeSLI):
+            return "count"
+        if isinstance(sli, QuantileSLI):
+            return "seconds"
+        return "ratio"
+
+
+def _dotted(key: PathKey) -> str:
+    out = ""
+    for part in key:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | None:
+    """Validate every document and build the model; None when any problem was found."""
+    by_kind: dict[str, list[Document]] = {"SLO": [], "Owners": [], "Project": []}
+    for document in documents:
+        kind = validate_document(document, diagnostics)
+        if kind is not None:
+            by_kind[kind].append(document)
+
+    teams: dict[str, Team] = {}
+    team_positions: dict[str, str] = {}
+    for document in by_kind["Owners"]:
+        for index, raw in enumerate(document.data["teams"]):
+            name = raw["name"]
+            if name in teams:
+                diagnostics.error(
+                    document.position(("teams", index, "name")),
+                    f"duplicate team '{name}' (first defined at {team_positions[name]})",
+                )
+                continue
+            teams[name] = Team(name, raw["contact"], tuple(raw.get("escalation", [])))
+            team_positions[name] = str(document.position(("teams", index, "name")))
+
+    project = Project(runbook_base_url=DEFAULT_RUNBOOK_BASE, evaluation_interval_ms=MINUTE)
+    if len(by_kind["Project"]) > 1:
+        for document in by_kind["Project"][1:]:
+            diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
+    if by_kind["Project"]:
+        document = by_kind["Project"][0]
+        data = document.data
+        interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
+        if interval is None or interval <= 0 or interval > 5 * MINUTE:
+            diagnostics.error(
+                document.position(("evaluation_interval",)),
+                "evaluation_interval must be a duration from 1s to 5m",
+            )
+            interval = MINUTE
+        project = Project(
+            runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
+            evaluation_interval_ms=interval,
+        )
+
+    slos: dict[str, SLO] = {}
+    seen: dict[str, str] = {}
+    for document in by_kind["SLO"]:
+        name = document.data["name"]
+        if name in seen:
+            diagnostics.error(
+                document.position(("name",)), f"duplicate spec name '{name}' (first defined at {seen[name]})"
+            )
+            continue
+        seen[name] = str(document.position(("name",)))
+        slo = _SpecBuilder(document, teams, diagnostics).build()
+        if slo is not None:
+            slos[name] = slo
+    alert_owners: dict[str, str] = {}
+    for slo in slos.values():
+        if slo.alert_name in alert_owners:
+            diagnostics.error(
+                _position_of(by_kind["SLO"], slo.name),
+                f"alert name prefix '{slo.alert_name}' is also used by spec '{alert_owners[slo.alert_name]}'",
+            )
+        alert_owners[slo.alert_name] = slo.name
+    if diagnostics:
+        return None
+    return Model(
+        project=project,
+        teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
+        slos=tuple(slos[name] for name in sorted(slos)),
+    )
+
+
+def _position_of(documents: list[Document], name: str) -> Any:
+    for document in documents:
+        if document.data.get("name") == name:
+            return document.position(("name",))
+    raise KeyError(name)  # pragma: no cover
+
+
+__all__ = ["DEFAULT_POLICY", "build_model", "camel", "clean_number", "math"]

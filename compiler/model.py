@@ -1,0 +1,202 @@
+"""The compiler's intermediate representation: frozen, typed, free of YAML and of PromQL text layout.
+
+Every target reads only this model. Durations are integer milliseconds so that
+arithmetic on windows is exact; ratios are floats already converted from percent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from compiler.promql import Matcher
+
+Severity = Literal["page", "ticket", "info"]
+Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
+
+FAMILY_TITLES: dict[str, str] = {
+    "scheduling-api-latency": "Scheduling and API latency",
+    "watch-list-volume": "Apiserver watch/list volume",
+    "node-network-errors": "Node and network error budgets",
+}
+
+
+@dataclass(frozen=True)
+class Selector:
+    """A metric selector whose matchers already include the slice selector."""
+
+    metric: str | None
+    matchers: tuple[Matcher, ...]
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    contact: str
+    escalation: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Join:
+    """Attach ``labels`` from ``info`` (matched ``on``) before aggregating by slice."""
+
+    info: Selector
+    on: tuple[str, ...]
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Slice:
+    by: tuple[str, ...]
+    matchers: tuple[Matcher, ...]
+    join: Join | None
+
+
+@dataclass(frozen=True)
+class RatioSLI:
+    """Bad (or good) events over total events, from counters."""
+
+    bad: tuple[Selector, ...]
+    good: tuple[Selector, ...]
+    total: tuple[Selector, ...]
+
+
+@dataclass(frozen=True)
+class LatencyThreshold:
+    le: float
+    when: tuple[Matcher, ...]
+
+
+@dataclass(frozen=True)
+class LatencySLI:
+    """Good events are those in the bucket at the threshold; bad = total - good + errors."""
+
+    histogram: str
+    matchers: tuple[Matcher, ...]
+    thresholds: tuple[LatencyThreshold, ...]
+    buckets: tuple[float, ...]
+    errors: tuple[Selector, ...]
+    total: tuple[Selector, ...]
+
+
+@dataclass(frozen=True)
+class StateSLI:
+    """A 0/1 state per unit (1 = good); availability is good unit-time over all unit-time."""
+
+    expr: str
+
+
+@dataclass(frozen=True)
+class GaugeSLI:
+    expr: str
+    aggregate: str
+
+
+@dataclass(frozen=True)
+class QuantileSLI:
+    histogram: str
+    matchers: tuple[Matcher, ...]
+    quantile: float
+    buckets: tuple[float, ...]
+
+
+SLI = RatioSLI | LatencySLI | StateSLI | GaugeSLI | QuantileSLI
+EVENT_SLIS = (RatioSLI, LatencySLI, StateSLI)
+
+
+@dataclass(frozen=True)
+class BurnAlert:
+    """One window pair of the multi-window, multi-burn-rate policy."""
+
+    severity: Severity
+    long_ms: int
+    short_ms: int
+    factor: float
+    for_ms: int
+    keep_firing_for_ms: int
+
+
+@dataclass(frozen=True)
+class Objective:
+    target: float  # e.g. 0.995
+    period_ms: int
+    burn_alerts: tuple[BurnAlert, ...]
+
+    @property
+    def budget(self) -> float:
+        return 1.0 - self.target
+
+
+@dataclass(frozen=True)
+class Relative:
+    offset_ms: int
+    max_factor: float | None
+    min_factor: float | None
+    floor: float
+
+
+@dataclass(frozen=True)
+class Range:
+    minimum: float | None
+    maximum: float | None
+    relative: Relative | None
+    severity: Severity
+    for_ms: int
+    keep_firing_for_ms: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class NoData:
+    enabled: bool
+    for_ms: int
+    severity: Severity
+
+
+@dataclass(frozen=True)
+class Mitigation:
+    summary: str
+    steps: tuple[str, ...]
+    stop_conditions: tuple[str, ...]
+    escalation: str
+
+
+@dataclass(frozen=True)
+class SLO:
+    name: str
+    alert_name: str
+    family: str
+    owner: Team
+    description: str
+    k8s_versions: str
+    unit: Unit
+    slice: Slice
+    sli: SLI
+    objective: Objective | None
+    normal_range: Range | None
+    critical_range: Range | None
+    persistence_for_ms: int
+    persistence_keep_firing_for_ms: int
+    no_data: NoData
+    mitigation: Mitigation
+    see_also: tuple[str, ...]
+    source: str
+    spec_hash: str
+
+    @property
+    def counts_events(self) -> bool:
+        """Whether the SLI is a good/bad event ratio (so it can carry an error budget)."""
+        return isinstance(self.sli, EVENT_SLIS)
+
+
+@dataclass(frozen=True)
+class Project:
+    runbook_base_url: str
+    evaluation_interval_ms: int
+
+
+@dataclass(frozen=True)
+class Model:
+    project: Project
+    teams: tuple[Team, ...]
+    slos: tuple[SLO, ...]  # sorted by name

@@ -1,0 +1,828 @@
+"""PromQL helpers for the SLO compiler, built on ``promql_parser``.
+
+The compiler has to accept user-written PromQL fragments (selectors and
+expressions), check them, and emit new PromQL.  Everything PromQL-specific
+lives here so that the rest of the package never has to deal with the
+``promql_parser`` AST or with string escaping rules.
+
+Design notes (why things are the way they are):
+
+* ``promql_parser``'s own ``str()`` rendering is *not* safe to emit: it does
+  not escape quotes/backslashes inside string literals and matcher values,
+  drops the ``:`` of a step-less subquery (``x[1h:]`` becomes the matrix
+  selector ``x[1h]``) and truncates sub-second durations.  We therefore render
+  the AST ourselves (:func:`inject_matchers`).
+* Assigning attributes on ``promql_parser`` nodes does not reliably change
+  the underlying Rust AST, so we never mutate nodes; injection happens while
+  rendering.
+* The parser reports errors without positions; :class:`PromQLError` keeps
+  the parser's message and prefixes it so users know which language failed.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import promql_parser as pp
+
+__all__ = [
+    "Analysis",
+    "Matcher",
+    "PromQLError",
+    "analyse",
+    "format_duration",
+    "inject_matchers",
+    "is_valid_label_name",
+    "is_valid_metric_name",
+    "labels_lost",
+    "parse_duration",
+    "parse_expr",
+    "parse_selector",
+    "quote",
+    "render_expr",
+    "render_selector",
+]
+
+MATCH_OPS: frozenset[str] = frozenset({"=", "!=", "=~", "!~"})
+
+_LABEL_NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+_METRIC_NAME_RE = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+# Same grammar as Prometheus' model.ParseDuration: every unit at most once,
+# in decreasing order, integers only.
+_DURATION_RE = re.compile(r"^(?:(\d+)y)?(?:(\d+)w)?(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?(?:(\d+)ms)?$")
+_DURATION_UNITS_MS: tuple[int, ...] = (
+    365 * 24 * 3600 * 1000,
+    7 * 24 * 3600 * 1000,
+    24 * 3600 * 1000,
+    3600 * 1000,
+    60 * 1000,
+    1000,
+    1,
+)
+# Units used for output.  Weeks and years are deliberately not used so that
+# windows written in days (the SLO convention: 7d, 28d, 30d) stay in days.
+_FORMAT_UNITS: tuple[tuple[str, int], ...] = (
+    ("d", 24 * 3600 * 1000),
+    ("h", 3600 * 1000),
+    ("m", 60 * 1000),
+    ("s", 1000),
+    ("ms", 1),
+)
+# Prometheus stores durations as int64 nanoseconds.
+_MAX_DURATION_MS = (2**63 - 1) // 1_000_000
+
+_NAME_LABEL = "__name__"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
+
+_SIMPLE_ESCAPES: dict[str, str] = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "\a": "\\a",
+    "\b": "\\b",
+    "\f": "\\f",
+    "\v": "\\v",
+}
+
+
+class PromQLError(ValueError):
+    """Raised for PromQL the compiler cannot accept.
+
+    Subclasses ``ValueError`` so callers that validate generic input can catch
+    it without knowing about this module; the message is meant for end users.
+    """
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One label matcher, independent of the ``promql_parser`` types.
+
+    The compiler stores and compares matchers (e.g. in its own config model),
+    so this is a plain hashable value object rather than a parser node.
+    """
+
+    name: str
+    op: str
+    value: str
+
+    def __post_init__(self) -> None:
+        """Reject matchers that could never render to valid PromQL."""
+        if self.op not in MATCH_OPS:
+            raise ValueError(f"invalid matcher operator {self.op!r}; expected one of = != =~ !~")
+        if not is_valid_label_name(self.name):
+            raise ValueError(f"invalid label name {self.name!r}")
+
+    def render(self) -> str:
+        """Render as PromQL, e.g. ``job="apiserver"``, escaping the value."""
+        return f"{self.name}{self.op}{quote(self.value)}"
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Facts extracted from an expression, used for validation.
+
+    Every field lists occurrences in source order (duplicates included) so
+    callers can both check "all selectors …" and report counts.
+    """
+
+    selectors: tuple[tuple[str | None, tuple[Matcher, ...]], ...]
+    ranges_ms: tuple[int, ...]
+    functions: tuple[str, ...]
+    offsets_ms: tuple[int, ...]
+
+
+# --------------------------------------------------------------------------
+# Names, strings and durations
+# --------------------------------------------------------------------------
+
+
+def is_valid_label_name(name: str) -> bool:
+    """Return whether ``name`` is a legal label name (Prometheus 2.x charset).
+
+    Prometheus 3 allows quoted UTF-8 names, but our output must also work on
+    2.x servers and the parser we use only understands the legacy charset.
+    """
+    return _LABEL_NAME_RE.fullmatch(name) is not None
+
+
+def is_valid_metric_name(name: str) -> bool:
+    """Return whether ``name`` is a legal metric name (Prometheus 2.x charset).
+
+    Unlike label names, metric (and recording rule) names may contain ``:``.
+    """
+    return _METRIC_NAME_RE.fullmatch(name) is not None
+
+
+def quote(value: str) -> str:
+    """Return ``value`` as a double-quoted PromQL string literal.
+
+    Values come from user config (and may contain templating such as
+    ``{{ $labels.x }}`` or regexes), so everything the PromQL lexer treats
+    specially is escaped.  ASCII control characters use ``\\xNN`` and C1
+    controls use ``\\u00NN`` because those forms mean the same code point in
+    both Go (Prometheus) and ``promql_parser``; printable non-ASCII text is
+    kept verbatim so rules stay readable.
+    """
+    out: list[str] = ['"']
+    for ch in value:
+        simple = _SIMPLE_ESCAPES.get(ch)
+        if simple is not None:
+            out.append(simple)
+            continue
+        code = ord(ch)
+        if code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        elif 0x80 <= code <= 0x9F:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def parse_duration(text: str) -> int | None:
+    """Parse a Prometheus duration (``5m``, ``1h30m``, ``500ms``) to milliseconds.
+
+    Returns ``None`` instead of raising because callers validate many fields
+    and want to produce their own, context-specific error message.  A bare
+    number (including ``"0"``) is rejected: in an SLO spec it is almost
+    always a forgotten unit.
+    """
+    match = _DURATION_RE.fullmatch(text)
+    if match is None or not text:
+        return None
+    total = 0
+    for group, unit_ms in zip(match.groups(), _DURATION_UNITS_MS, strict=True):
+        if group is not None:
+            total += int(group) * unit_ms
+    if total > _MAX_DURATION_MS:
+        return None
+    return total
+
+
+def format_duration(ms: int) -> str:
+    """Format milliseconds as a canonical Prometheus duration.
+
+    Uses the largest units first (``5400000`` -> ``1h30m``) but never weeks or
+    years, so SLO windows keep their conventional day form (``7d``, ``30d``).
+    Negative values raise because Prometheus duration literals are unsigned;
+    signed offsets are rendered by the caller.
+    """
+    if ms < 0:
+        raise ValueError(f"duration must not be negative: {ms}")
+    if ms == 0:
+        return "0s"
+    parts: list[str] = []
+    remaining = ms
+    for unit, unit_ms in _FORMAT_UNITS:
+        count, remaining = divmod(remaining, unit_ms)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts)
+
+
+# --------------------------------------------------------------------------
+# Parsing and selectors
+# --------------------------------------------------------------------------
+
+
+def parse_expr(text: str) -> pp.Expr:
+    """Parse ``text`` as PromQL, raising :class:`PromQLError` on failure.
+
+    Wraps the parser so callers depend on one error type and get a message
+    that says which language was invalid.
+    """
+    try:
+        return pp.parse(text)
+    except BaseException as exc:
+        # The extension raises ValueError for syntax errors, but some inputs
+        # (e.g. the duration ``x[1e999]``) trigger a Rust panic that surfaces
+        # as pyo3's PanicException, a BaseException subclass.  Convert those
+        # too, but let KeyboardInterrupt and friends propagate.
+        if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+            raise
+        message = str(exc).strip() or type(exc).__name__
+        raise PromQLError(f"invalid PromQL: {message}") from exc
+
+
+def _match_op(op: pp.MatchOp) -> str:
+    """Map the parser's match operator to its PromQL spelling.
+
+    ``pp.MatchOp`` members are not hashable, so a dict lookup is impossible.
+    """
+    if op == pp.MatchOp.Equal:
+        return "="
+    if op == pp.MatchOp.NotEqual:
+        return "!="
+    if op == pp.MatchOp.Re:
+        return "=~"
+    if op == pp.MatchOp.NotRe:
+        return "!~"
+    raise PromQLError(f"unsupported PromQL match operator: {op!r}")
+
+
+def _convert_matcher(matcher: pp.Matcher) -> Matcher:
+    """Convert a parser matcher into our value type."""
+    return Matcher(matcher.name, _match_op(matcher.op), matcher.value)
+
+
+def _selector_parts(node: pp.VectorSelector) -> tuple[str | None, tuple[Matcher, ...]]:
+    """Return ``(metric name, matchers)`` for a selector, normalising ``__name__``.
+
+    A metric name may be written as ``metric`` or ``{__name__="metric"}``; both
+    yield the name separately and no ``__name__`` equality matcher, so callers
+    compare selectors regardless of spelling.  Other ``__name__`` matchers
+    (``=~`` etc.) are genuine filters and are kept.
+
+    For Prometheus 3 "or" selectors (``{a="1" or b="2"}``) only the matchers
+    shared by every alternative are returned: those are the ones guaranteed
+    to apply to every selected series.
+    """
+    name: str | None = node.name
+    converted = [_convert_matcher(m) for m in node.matchers.matchers]
+    groups = [[_convert_matcher(m) for m in g] for g in node.matchers.or_matchers]
+    if groups:
+        first, rest = groups[0], groups[1:]
+        converted += [m for m in first if all(m in other for other in rest)]
+
+    name_eq = [m for m in converted if m.name == _NAME_LABEL and m.op == "="]
+    if name is None and len(name_eq) == 1:
+        name = name_eq[0].value
+    if name is not None:
+        converted = [m for m in converted if not (m.name == _NAME_LABEL and m.op == "=" and m.value == name)]
+    return name, tuple(converted)
+
+
+def parse_selector(text: str) -> tuple[str | None, tuple[Matcher, ...]]:
+    """Parse a plain instant-vector selector such as ``metric{a="b"}``.
+
+    Specs use selectors as building blocks that the compiler combines with
+    its own ranges, offsets and functions, so anything beyond a bare selector
+    is rejected rather than silently mangled.
+    """
+    node = parse_expr(text)
+    if not isinstance(node, pp.VectorSelector):
+        raise PromQLError(f'a plain vector selector such as metric{{label="value"}} is expected, got {text!r}')
+    if node.offset is not None or node.at is not None:
+        raise PromQLError(f"a plain vector selector is expected, without offset or @ modifiers, got {text!r}")
+    return _selector_parts(node)
+
+
+def render_selector(name: str | None, matchers: Sequence[Matcher]) -> str:
+    """Render ``name{m1,m2}`` deterministically, in the given matcher order.
+
+    Deterministic output keeps generated rule files diff-friendly.  An empty
+    selector is refused because PromQL rejects ``{}``.
+    """
+    if name is not None and not is_valid_metric_name(name):
+        raise ValueError(f"invalid metric name {name!r}")
+    if name is None and not matchers:
+        raise ValueError("a selector needs a metric name or at least one matcher")
+    body = ",".join(m.render() for m in matchers)
+    if name is None:
+        return "{" + body + "}"
+    return name if not matchers else f"{name}{{{body}}}"
+
+
+# --------------------------------------------------------------------------
+# AST traversal
+# --------------------------------------------------------------------------
+
+
+def _children(node: pp.Expr) -> list[pp.Expr]:
+    """Direct sub-expressions of ``node`` in source order."""
+    if isinstance(node, pp.AggregateExpr):
+        kids: list[pp.Expr] = []
+        if node.param is not None:
+            kids.append(node.param)
+        kids.append(node.expr)
+        return kids
+    if isinstance(node, pp.BinaryExpr):
+        return [node.lhs, node.rhs]
+    if isinstance(node, pp.Call):
+        return list(node.args)
+    if isinstance(node, pp.MatrixSelector):
+        return [node.vector_selector]
+    if isinstance(node, (pp.ParenExpr, pp.UnaryExpr, pp.SubqueryExpr)):
+        return [node.expr]
+    return []
+
+
+def _iter_nodes(node: pp.Expr) -> Iterator[pp.Expr]:
+    """Pre-order traversal; used instead of ``pp.walk`` to guarantee order."""
+    yield node
+    for child in _children(node):
+        yield from _iter_nodes(child)
+
+
+def _td_ms(delta: timedelta) -> int:
+    """Convert a parser duration to whole milliseconds (PromQL's resolution)."""
+    return delta // _ONE_MS
+
+
+def analyse(text: str) -> Analysis:
+    """Parse ``text`` and collect selectors, ranges, functions and offsets.
+
+    The compiler uses this to validate user expressions (e.g. every selector
+    must carry the SLO's matchers, ranges must fit the window).
+    """
+    root = parse_expr(text)
+    selectors: list[tuple[str | None, tuple[Matcher, ...]]] = []
+    ranges: list[int] = []
+    functions: list[str] = []
+    offsets: list[int] = []
+    for node in _iter_nodes(root):
+        if isinstance(node, pp.VectorSelector):
+            selectors.append(_selector_parts(node))
+            if node.offset is not None:
+                offsets.append(_td_ms(node.offset))
+        elif isinstance(node, pp.MatrixSelector):
+            ranges.append(_td_ms(node.range))
+        elif isinstance(node, pp.SubqueryExpr):
+            if node.range is not None:
+                ranges.append(_td_ms(node.range))
+            if node.offset is not None:
+                offsets.append(_td_ms(node.offset))
+        elif isinstance(node, pp.Call):
+            functions.append(node.func.name)
+    return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets))
+
+
+# --------------------------------------------------------------------------
+# Rendering / matcher injection
+# --------------------------------------------------------------------------
+
+# Binding strength, loosest first.  Unary minus binds tighter than `*` but
+# looser than `^` (so `-a ^ 2` is `-(a ^ 2)`), matching Prometheus.
+_PREC_OR = 1
+_PREC_AND = 2
+_PREC_CMP = 3
+_PREC_ADD = 4
+_PREC_MUL = 5
+_PREC_UNARY = 6
+_PREC_POW = 7
+_PREC_ATOM = 8
+
+_BINARY_PREC: dict[str, int] = {
+    "or": _PREC_OR,
+    "and": _PREC_AND,
+    "unless": _PREC_AND,
+    "==": _PREC_CMP,
+    "!=": _PREC_CMP,
+    "<": _PREC_CMP,
+    "<=": _PREC_CMP,
+    ">": _PREC_CMP,
+    ">=": _PREC_CMP,
+    "+": _PREC_ADD,
+    "-": _PREC_ADD,
+    "*": _PREC_MUL,
+    "/": _PREC_MUL,
+    "%": _PREC_MUL,
+    "atan2": _PREC_MUL,
+    "^": _PREC_POW,
+}
+_SET_OPS = frozenset({"and", "or", "unless"})
+
+
+def _render_number(value: float) -> str:
+    """Render a float so that it parses back to exactly the same value."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Inf" if value > 0 else "-Inf"
+    if value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)
+
+
+def _render_duration(delta: timedelta) -> str:
+    """Render a (possibly negative, for offsets) parser duration."""
+    ms = _td_ms(delta)
+    return "-" + format_duration(-ms) if ms < 0 else format_duration(ms)
+
+
+def _render_modifiers(offset: timedelta | None, at: pp.AtModifier | None) -> str:
+    """Render trailing ``@`` and ``offset`` modifiers (in that order)."""
+    parts: list[str] = []
+    if at is not None:
+        if at.type == pp.AtModifierType.Start:
+            parts.append(" @ start()")
+        elif at.type == pp.AtModifierType.End:
+            parts.append(" @ end()")
+        else:
+            if at.at is None:
+                raise PromQLError("invalid PromQL: @ modifier without a timestamp")
+            ms = (at.at - _EPOCH) // _ONE_MS
+            sign = "-" if ms < 0 else ""
+            secs, frac = divmod(abs(ms), 1000)
+            parts.append(f" @ {sign}{secs}.{frac:03d}")
+    if offset is not None:
+        parts.append(f" offset {_render_duration(offset)}")
+    return "".join(parts)
+
+
+def _render_label_list(labels: Iterable[str]) -> str:
+    """Render ``(a, b)`` for by/without/on/ignoring/group_x clauses."""
+    return "(" + ", ".join(labels) + ")"
+
+
+class _Renderer:
+    """Re-renders a parsed expression, appending ``extra`` matchers to selectors.
+
+    Parentheses present in the source are kept (the parser keeps ParenExpr
+    nodes); additional ones are only emitted where precedence requires them,
+    so a round trip of a parsed expression reproduces the same AST.
+    """
+
+    def __init__(self, extra: Sequence[Matcher]) -> None:
+        self._extra = tuple(extra)
+
+    def render(self, node: pp.Expr) -> str:
+        """Render ``node`` as a complete expression."""
+        return self._render(node)[0]
+
+    def _wrap(self, node: pp.Expr, min_prec: int) -> str:
+        """Render ``node``, parenthesised if it binds looser than ``min_prec``."""
+        text, prec = self._render(node)
+        return text if prec >= min_prec else f"({text})"
+
+    def _render(self, node: pp.Expr) -> tuple[str, int]:
+        """Return the rendering of ``node`` and how tightly it binds."""
+        if isinstance(node, pp.NumberLiteral):
+            text = _render_number(node.val)
+            return text, (_PREC_UNARY if text.startswith("-") else _PREC_ATOM)
+        if isinstance(node, pp.StringLiteral):
+            return quote(node.val), _PREC_ATOM
+        if isinstance(node, pp.VectorSelector):
+            return self._selector(node) + _render_modifiers(node.offset, node.at), _PREC_ATOM
+        if isinstance(node, pp.MatrixSelector):
+            vs = node.vector_selector
+            text = f"{self._selector(vs)}[{_render_duration(node.range)}]{_render_modifiers(vs.offset, vs.at)}"
+            return text, _PREC_ATOM
+        if isinstance(node, pp.SubqueryExpr):
+            return self._subquery(node), _PREC_ATOM
+        if isinstance(node, pp.ParenExpr):
+            return f"({self.render(node.expr)})", _PREC_ATOM
+        if isinstance(node, pp.UnaryExpr):
+            # Operand must bind at least as tightly as unary minus itself.
+            return "-" + self._wrap(node.expr, _PREC_UNARY), _PREC_UNARY
+        if isinstance(node, pp.Call):
+            args = ", ".join(self.render(a) for a in node.args)
+            return f"{node.func.name}({args})", _PREC_ATOM
+        if isinstance(node, pp.AggregateExpr):
+            return self._aggregate(node), _PREC_ATOM
+        if isinstance(node, pp.BinaryExpr):
+            return self._binary(node)
+        raise PromQLError(f"unsupported PromQL construct: {type(node).__name__}")
+
+    def _selector(self, node: pp.VectorSelector) -> str:
+        """Render a selector's name and matchers (without modifiers)."""
+        name = node.name
+
+        def keep(m: pp.Matcher) -> bool:
+            # Drop a synthesised __name__ matcher that merely repeats the name.
+            return not (name is not None and m.name == _NAME_LABEL and m.op == pp.MatchOp.Equal and m.value == name)
+
+        def render_group(group: Iterable[pp.Matcher]) -> list[str]:
+            own = [f"{m.name}{_match_op(m.op)}{quote(m.value)}" for m in group if keep(m)]
+            return own + [m.render() for m in self._extra]
+
+        or_groups = list(node.matchers.or_matchers)
+        if or_groups:
+            plain = [m for m in node.matchers.matchers if keep(m)]
+            body = " or ".join(",".join(render_group(plain + list(g))) for g in or_groups)
+        else:
+            body = ",".join(render_group(node.matchers.matchers))
+        if name is None:
+            return "{" + body + "}"
+        return name if not body else f"{name}{{{body}}}"
+
+    def _subquery(self, node: pp.SubqueryExpr) -> str:
+        """Render ``expr[range:step]`` plus modifiers."""
+        inner = self._wrap(node.expr, _PREC_ATOM)
+        rng = _render_duration(node.range) if node.range is not None else ""
+        step = _render_duration(node.step) if node.step is not None else ""
+        return f"{inner}[{rng}:{step}]{_render_modifiers(node.offset, node.at)}"
+
+    def _aggregate(self, node: pp.AggregateExpr) -> str:
+        """Render ``op by (…) (param, expr)``."""
+        head = str(node.op)
+        if node.modifier is not None:
+            word = "by" if node.modifier.type == pp.AggModifierType.By else "without"
+            head += f" {word} {_render_label_list(node.modifier.labels)} "
+        args = ([self.render(node.param)] if node.param is not None else []) + [self.render(node.expr)]
+        return f"{head}({', '.join(args)})"
+
+    def _binary(self, node: pp.BinaryExpr) -> tuple[str, int]:
+        """Render a binary expression with its matching modifiers."""
+        op = str(node.op)
+        prec = _BINARY_PREC.get(op)
+        if prec is None:
+            raise PromQLError(f"unsupported PromQL binary operator: {op}")
+        right_assoc = op == "^"
+        lhs = self._wrap(node.lhs, prec + 1 if right_assoc else prec)
+        if isinstance(node.rhs, pp.UnaryExpr):
+            # A prefix operator on the right never needs parentheses.
+            rhs = self.render(node.rhs)
+        else:
+            rhs = self._wrap(node.rhs, prec if right_assoc else prec + 1)
+        return f"{lhs} {op}{self._bin_modifier(node.modifier, op)} {rhs}", prec
+
+    @staticmethod
+    def _bin_modifier(mod: pp.BinModifier | None, op: str) -> str:
+        """Render ``bool``, ``on``/``ignoring``, ``group_x`` and ``fill`` modifiers."""
+        if mod is None:
+            return ""
+        parts: list[str] = []
+        if mod.return_bool:
+            parts.append("bool")
+        if mod.matching is not None:
+            word = "on" if mod.matching.type == pp.LabelModifierType.Include else "ignoring"
+            parts.append(f"{word} {_render_label_list(mod.matching.labels)}")
+        if op not in _SET_OPS:
+            if mod.card == pp.VectorMatchCardinality.ManyToOne:
+                parts.append(f"group_left {_render_label_list(mod.group_labels or [])}")
+            elif mod.card == pp.VectorMatchCardinality.OneToMany:
+                parts.append(f"group_right {_render_label_list(mod.group_labels or [])}")
+        fill = mod.fill_values
+        if fill is not None:
+            left, right = fill.lhs, fill.rhs
+            if left is not None and right is not None and _same_float(left, right):
+                parts.append(f"fill ({_render_number(left)})")
+            else:
+                if left is not None:
+                    parts.append(f"fill_left ({_render_number(left)})")
+                if right is not None:
+                    parts.append(f"fill_right ({_render_number(right)})")
+        return "".join(" " + p for p in parts)
+
+
+def _same_float(a: float, b: float) -> bool:
+    """Float equality that treats NaN as equal to NaN."""
+    return a == b or (math.isnan(a) and math.isnan(b))
+
+
+def inject_matchers(text: str, matchers: Sequence[Matcher]) -> str:
+    """Return ``text`` re-rendered with ``matchers`` added to every selector.
+
+    Used to scope user-written SLI queries to one SLO (e.g. add
+    ``service="x"``) everywhere, including inside range selectors, subqueries
+    and offset selectors.  Existing matchers on the same label are kept:
+    both apply, which can only narrow the selection.  Output is the
+    compiler's canonical rendering, safe to emit even when the input
+    contains strings that ``promql_parser`` itself would render wrongly.
+    """
+    return render_expr(parse_expr(text), matchers)
+
+
+def render_expr(expr: pp.Expr, matchers: Sequence[Matcher] = ()) -> str:
+    """Render a ``promql_parser`` AST as PromQL, adding ``matchers`` to every selector.
+
+    Use this instead of ``str(expr)``, which mis-escapes strings and drops the
+    colon of step-less subqueries.  Parentheses are added wherever precedence
+    needs them, so ASTs built or rewritten with ``promql_parser.transform``
+    (which may lack ParenExpr nodes) still render with their meaning intact.
+    """
+    return _Renderer(matchers).render(expr)
+
+
+# --------------------------------------------------------------------------
+# Static label flow
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _LabelSet:
+    """Upper bound of the labels an expression's output series can carry.
+
+    ``universal=True`` means "any label except ``names``" (a raw selector can
+    carry anything); ``universal=False`` means "at most ``names``".
+    """
+
+    universal: bool
+    names: frozenset[str]
+
+    def has(self, label: str) -> bool:
+        """Whether ``label`` may still be present."""
+        return (label not in self.names) if self.universal else (label in self.names)
+
+    def keep(self, labels: Iterable[str]) -> _LabelSet:
+        """Restrict to ``labels`` (``by``, ``on``)."""
+        wanted = frozenset(labels)
+        if self.universal:
+            return _LabelSet(False, wanted - self.names)
+        return _LabelSet(False, self.names & wanted)
+
+    def drop(self, labels: Iterable[str]) -> _LabelSet:
+        """Remove ``labels`` (``without``, ``ignoring``)."""
+        gone = frozenset(labels)
+        if self.universal:
+            return _LabelSet(True, self.names | gone)
+        return _LabelSet(False, self.names - gone)
+
+    def add(self, labels: Iterable[str]) -> _LabelSet:
+        """Add ``labels`` (``label_replace`` destination, ``count_values``)."""
+        new = frozenset(labels)
+        if self.universal:
+            return _LabelSet(True, self.names - new)
+        return _LabelSet(False, self.names | new)
+
+    def intersect(self, other: _LabelSet) -> _LabelSet:
+        """Labels that may be present on both (for results mixing two sources)."""
+        if self.universal and other.universal:
+            return _LabelSet(True, self.names | other.names)
+        if self.universal:
+            return _LabelSet(False, other.names - self.names)
+        if other.universal:
+            return _LabelSet(False, self.names - other.names)
+        return _LabelSet(False, self.names & other.names)
+
+
+_ALL = _LabelSet(True, frozenset())
+_NONE = _LabelSet(False, frozenset())
+
+# Aggregations that return input series unchanged (selection, not reduction),
+# so by/without only affects grouping, not the output labels.
+_SELECTING_AGGREGATIONS = frozenset({"topk", "bottomk", "limitk", "limit_ratio"})
+# Functions whose output series carry no labels at all.
+_LABELLESS_FUNCTIONS = frozenset({"vector", "time", "scalar", "pi"})
+_ABSENT_FUNCTIONS = frozenset({"absent", "absent_over_time"})
+_LABEL_WRITING_FUNCTIONS = frozenset({"label_replace", "label_join"})
+
+
+def _unwrap(node: pp.Expr) -> pp.Expr:
+    """Strip redundant parentheses."""
+    while isinstance(node, pp.ParenExpr):
+        node = node.expr
+    return node
+
+
+def _flow(node: pp.Expr) -> tuple[_LabelSet, bool]:
+    """Return (labels that can reach the output, whether the value is a scalar)."""
+    if isinstance(node, (pp.NumberLiteral, pp.StringLiteral)):
+        return _NONE, True
+    if isinstance(node, (pp.VectorSelector, pp.MatrixSelector)):
+        return _ALL, False
+    if isinstance(node, (pp.ParenExpr, pp.UnaryExpr)):
+        return _flow(node.expr)
+    if isinstance(node, pp.SubqueryExpr):
+        return _flow(node.expr)[0], False
+    if isinstance(node, pp.AggregateExpr):
+        return _flow_aggregate(node), False
+    if isinstance(node, pp.Call):
+        return _flow_call(node)
+    if isinstance(node, pp.BinaryExpr):
+        return _flow_binary(node)
+    # Unknown construct: assume the worst.
+    return _NONE, False
+
+
+def _flow_aggregate(node: pp.AggregateExpr) -> _LabelSet:
+    """Labels surviving an aggregation (by/without rules)."""
+    inner, _ = _flow(node.expr)
+    op = str(node.op)
+    if op in _SELECTING_AGGREGATIONS:
+        return inner
+    mod = node.modifier
+    if mod is None:
+        result = _NONE
+    elif mod.type == pp.AggModifierType.By:
+        result = inner.keep(mod.labels)
+    else:
+        result = inner.drop(mod.labels)
+    if op == "count_values" and isinstance(node.param, pp.StringLiteral):
+        result = result.add([node.param.val])
+    return result
+
+
+def _flow_call(node: pp.Call) -> tuple[_LabelSet, bool]:
+    """Labels surviving a function call."""
+    name = node.func.name
+    if node.func.return_type == pp.ValueType.Scalar:
+        return _NONE, True
+    if name in _LABELLESS_FUNCTIONS:
+        return _NONE, False
+    if name in _ABSENT_FUNCTIONS:
+        # absent() only carries labels from equality matchers of a selector.
+        arg = _unwrap(node.args[0]) if node.args else None
+        if isinstance(arg, pp.MatrixSelector):
+            arg = arg.vector_selector
+        if isinstance(arg, pp.VectorSelector):
+            _, matchers = _selector_parts(arg)
+            return _LabelSet(False, frozenset(m.name for m in matchers if m.op == "=")), False
+        return _NONE, False
+    vector_args = [a for a in node.args if not _flow(a)[1]]
+    if not vector_args:
+        return _NONE, False
+    labels, _ = _flow(vector_args[0])
+    if name in _LABEL_WRITING_FUNCTIONS and len(node.args) > 1:
+        dst = _unwrap(node.args[1])
+        if isinstance(dst, pp.StringLiteral):
+            labels = labels.add([dst.val])
+    elif name == "histogram_quantile":
+        labels = labels.drop(["le"])
+    return labels, False
+
+
+def _flow_binary(node: pp.BinaryExpr) -> tuple[_LabelSet, bool]:
+    """Labels surviving a binary operation, following Prometheus' resultMetric."""
+    lhs, lhs_scalar = _flow(node.lhs)
+    rhs, rhs_scalar = _flow(node.rhs)
+    if lhs_scalar and rhs_scalar:
+        return _NONE, True
+    if lhs_scalar:
+        return rhs, False
+    if rhs_scalar:
+        return lhs, False
+    op = str(node.op)
+    mod = node.modifier
+    if op in ("and", "unless"):
+        return lhs, False
+    if op == "or":
+        # Output mixes series from both sides; only shared labels are certain.
+        return lhs.intersect(rhs), False
+    card = mod.card if mod is not None else pp.VectorMatchCardinality.OneToOne
+    matching = mod.matching if mod is not None else None
+    include = list(mod.group_labels or []) if mod is not None else []
+    if card == pp.VectorMatchCardinality.OneToMany:
+        many, one = rhs, lhs
+    else:
+        many, one = lhs, rhs
+    result = many
+    if card == pp.VectorMatchCardinality.OneToOne and matching is not None:
+        if matching.type == pp.LabelModifierType.Include:
+            result = result.keep(matching.labels)
+        else:
+            result = result.drop(matching.labels)
+    for label in include:
+        result = result.add([label]) if one.has(label) else result.drop([label])
+    fill = mod.fill_values if mod is not None else None
+    if fill is not None and (fill.lhs is not None or fill.rhs is not None):
+        # With fill modifiers unmatched series from the other side appear too.
+        result = result.intersect(one)
+    return result, False
+
+
+def labels_lost(text: str, labels: Sequence[str]) -> tuple[str, ...]:
+    """Return the members of ``labels`` that cannot reach the expression's output.
+
+    A static, conservative check that catches the common mistake of
+    aggregating away a label the SLO needs (``sum(x)``,
+    ``sum by (cluster) (x)`` when ``resource`` must be kept).  Returned in
+    input order, without duplicates.
+    """
+    surviving, is_scalar = _flow(parse_expr(text))
+    lost: list[str] = []
+    for label in labels:
+        if label in lost:
+            continue
+        if is_scalar or not surviving.has(label):
+            lost.append(label)
+    return tuple(lost)

@@ -1,0 +1,430 @@
+"""Prometheus recording and alerting rules: one file and one rule group per spec.
+
+A pure function of the model. Cost rules: only the first recording rules read raw
+series, and only over 5m; every longer window reads the SLO's own recorded,
+slice-aggregated series (see ``compiler.series``). An SLO records at most six series:
+``slo_info``, bad and total rates over 5m, their 1h averages, and the budget remaining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from compiler import series
+from compiler.buckets import go_float
+from compiler.model import (
+    SLO,
+    BurnAlert,
+    GaugeSLI,
+    LatencySLI,
+    Model,
+    QuantileSLI,
+    Range,
+    RatioSLI,
+    Selector,
+    Slice,
+    StateSLI,
+)
+from compiler.promql import Matcher, format_duration, render_selector
+from compiler.yamlout import dump
+
+RULES_DIR = "prometheus/rules"
+RAW_RANGE = "5m"
+TERM_LABEL = "__slo_term"
+
+
+# -- naming shared with runbooks, routes and tests --------------------------------------
+
+
+def alert_names(slo: SLO) -> list[str]:
+    """Every alert name a spec produces, in rule order."""
+    names: list[str] = []
+    if slo.objective is not None:
+        names.append(f"{slo.alert_name}ErrorBudgetBurn")
+    for label, band in (("Normal", slo.normal_range), ("Critical", slo.critical_range)):
+        if band is None:
+            continue
+        if band.maximum is not None or (band.relative and band.relative.max_factor is not None):
+            names.append(f"{slo.alert_name}Above{label}Range")
+        if band.minimum is not None or (band.relative and band.relative.min_factor is not None):
+            names.append(f"{slo.alert_name}Below{label}Range")
+    if slo.no_data.enabled:
+        names.append(f"{slo.alert_name}NoData")
+    return names
+
+
+def runbook_url(model: Model, slo: SLO, alert: str) -> str:
+    """``<base>/<spec>.md#<alert name in lower case>``: the runbook target writes that heading."""
+    return f"{model.project.runbook_base_url}/{slo.name}.md#{alert.lower()}"
+
+
+def rules_path(slo: SLO) -> str:
+    return f"{RULES_DIR}/{slo.name}.rules.yaml"
+
+
+# -- PromQL building blocks -------------------------------------------------------------
+
+
+def _by(labels: Sequence[str]) -> str:
+    return f" by ({', '.join(labels)})" if labels else ""
+
+
+def _on(labels: Sequence[str]) -> str:
+    return f"on ({', '.join(labels)})"
+
+
+def _selector(selector: Selector, extra: Sequence[Matcher] = ()) -> str:
+    return render_selector(selector.metric, (*selector.matchers, *extra))
+
+
+def _joined(vector: str, slice_: Slice) -> str:
+    """Attach slice labels from the join's info metric (whose value must be 1)."""
+    join = slice_.join
+    if join is None:
+        return vector
+    keys = [*join.on, *join.labels]
+    info = render_selector(join.info.metric, join.info.matchers)
+    return f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
+
+
+def _rate_sum(selectors: Sequence[Selector], slice_: Slice) -> str:
+    """sum by (slice) of the 5m rates of one or more selectors.
+
+    Several selectors are combined with ``or`` before the sum; a helper label keeps series
+    of different metrics with equal labels (rx and tx errors on one device) apart.
+    """
+    terms = []
+    for index, selector in enumerate(selectors):
+        term = _joined(f"rate({_selector(selector)}[{RAW_RANGE}])", slice_)
+        if index:
+            term = f'label_replace({term}, "{TERM_LABEL}", "{index}", "", "")'
+        terms.append(term)
+    inner = "\n  or\n  ".join(terms)
+    return f"sum{_by(slice_.by)} (\n  {inner}\n)" if len(terms) > 1 else f"sum{_by(slice_.by)} ({inner})"
+
+
+def _le_matcher(le: float) -> Matcher:
+    """Prometheus 3 writes integral edges as 1.0, Prometheus 2 as 1: match both."""
+    text = go_float(le)
+    if le.is_integer() and "e" not in text:
+        return Matcher("le", "=~", f"{text}(\\.0)?")
+    return Matcher("le", "=", text)
+
+
+def _zero_fallback(expr: str, slo: SLO) -> str:
+    """Keep a slice with no bad events at 0 rather than absent, shaped like its total."""
+    return f"(\n  {expr}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
+
+
+def _total_and_bad(slo: SLO) -> tuple[str, str]:
+    sli = slo.sli
+    by = _by(slo.slice.by)
+    if isinstance(sli, RatioSLI):
+        total = _rate_sum(sli.total, slo.slice)
+        if sli.bad:
+            return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
+        good = _rate_sum(sli.good, slo.slice)
+        recorded_total = series.recorded(series.TOTAL_5M, slo)
+        bad = (
+            f"clamp_min(\n  {recorded_total}\n  - {_on(slo.slice.by)}\n  {good},\n  0\n)\n"
+            f"or {_on(slo.slice.by)}\n  {recorded_total}"
+        )
+        return total, bad
+    if isinstance(sli, LatencySLI):
+        count = Selector(f"{sli.histogram}_count", sli.matchers)
+        total = _rate_sum(sli.total or (count,), slo.slice)
+        good_terms = [
+            _joined(
+                f"rate({render_selector(f'{sli.histogram}_bucket', (*sli.matchers, *t.when, _le_matcher(t.le)))}"
+                f"[{RAW_RANGE}])",
+                slo.slice,
+            )
+            for t in sli.thresholds
+        ]
+        good = f"sum{by} (\n    " + "\n    or\n    ".join(good_terms) + "\n  )"
+        slow = f"clamp_min(\n  {_rate_sum((count,), slo.slice)}\n  -\n  {good},\n  0\n)"
+        if not sli.errors:
+            return total, slow
+        errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
+        return total, f"{slow}\n+ {_on(slo.slice.by)}\n(\n{errors}\n)"
+    if isinstance(sli, StateSLI):
+        state = _joined(f"({sli.expr})", slo.slice)
+        bad_state = f"({state})" if slo.slice.join else state
+        return f"count{by} (\n  {state}\n)", f"sum{by} (\n  1 - {bad_state}\n)"
+    raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
+
+
+def _value(slo: SLO) -> str:
+    sli = slo.sli
+    by = _by(slo.slice.by)
+    if isinstance(sli, GaugeSLI):
+        return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
+    if isinstance(sli, QuantileSLI):
+        bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
+        keep = ["le", *slo.slice.by]
+        rate = _joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice)
+        return f"histogram_quantile(\n  {go_float(sli.quantile)},\n  sum by ({', '.join(keep)}) (\n    {rate}\n  )\n)"
+    raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover
+
+
+# -- rules ------------------------------------------------------------------------------
+
+
+def _record(name: str, expr: str, slo: SLO) -> dict[str, Any]:
+    return {"record": name, "expr": expr, "labels": {"slo": slo.name}}
+
+
+def recording_rules(slo: SLO) -> list[dict[str, Any]]:
+    info_labels = {
+        "slo": slo.name,
+        "team": slo.owner.name,
+        "family": slo.family,
+        "spec_hash": slo.spec_hash,
+    }
+    if slo.objective is not None:
+        info_labels["objective"] = go_float(slo.objective.target)
+        info_labels["period"] = format_duration(slo.objective.period_ms)
+    rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
+    if not slo.counts_events:
+        rules.append(_record(series.VALUE, _value(slo), slo))
+        return rules
+    total, bad = _total_and_bad(slo)
+    rules.append(_record(series.TOTAL_5M, total, slo))
+    rules.append(_record(series.BAD_5M, bad, slo))
+    if slo.objective is None:
+        return rules
+    rules.append(_record(series.TOTAL_1H, f"avg_over_time({series.recorded(series.TOTAL_5M, slo)}[1h])", slo))
+    rules.append(_record(series.BAD_1H, f"avg_over_time({series.recorded(series.BAD_5M, slo)}[1h])", slo))
+    period = format_duration(slo.objective.period_ms)
+    budget = go_float(clean(slo.objective.budget))
+    rules.append(
+        _record(
+            series.BUDGET_REMAINING,
+            f"1 - (\n  avg_over_time({series.recorded(series.BAD_1H, slo)}[{period}:1h])\n"
+            f"  / clamp_min(avg_over_time({series.recorded(series.TOTAL_1H, slo)}[{period}:1h]), 1e-12)\n"
+            f") / {budget}",
+            slo,
+        )
+    )
+    return rules
+
+
+def clean(value: float) -> float:
+    return float(f"{value:.12g}")
+
+
+def _go_text(text: str) -> str:
+    """Literal text inside a Go template: only '{{' starts an action, so neutralise it."""
+    return text.replace("{{", '{{ "{{" }}')
+
+
+def _slice_text(slo: SLO) -> str:
+    if not slo.slice.by:
+        return "cluster-wide"
+    return " ".join(f"{label}={{{{ $labels.{label} }}}}" for label in slo.slice.by)
+
+
+_HUMANIZE = {
+    "ratio": "{{ $value | humanizePercentage }}",
+    "seconds": "{{ $value | humanizeDuration }}",
+    "bytes": "{{ $value | humanize1024 }}B",
+    "bytes_per_second": "{{ $value | humanize1024 }}B/s",
+    "per_second": "{{ $value | humanize }}/s",
+    "count": "{{ $value | humanize }}",
+}
+
+
+def _format_value(slo: SLO, number: float) -> str:
+    if slo.unit == "ratio":
+        return f"{go_float(clean(number * 100))}%"
+    suffix = {"seconds": "s", "bytes": "B", "bytes_per_second": "B/s", "per_second": "/s"}.get(slo.unit, "")
+    return f"{go_float(number)}{suffix}"
+
+
+def _alert(
+    model: Model,
+    slo: SLO,
+    name: str,
+    expr: str,
+    for_ms: int,
+    keep_ms: int,
+    severity: str,
+    extra_labels: dict[str, str],
+    summary: str,
+    description: str,
+) -> dict[str, Any]:
+    rule: dict[str, Any] = {"alert": name, "expr": expr}
+    if for_ms:
+        rule["for"] = format_duration(for_ms)
+    if keep_ms:
+        rule["keep_firing_for"] = format_duration(keep_ms)
+    rule["labels"] = {
+        "severity": severity,
+        "team": slo.owner.name,
+        "slo": slo.name,
+        "family": slo.family,
+        **extra_labels,
+    }
+    rule["annotations"] = {
+        "summary": summary,
+        "description": description,
+        "runbook_url": runbook_url(model, slo, name),
+        "mitigation": _go_text(slo.mitigation.summary),
+    }
+    return rule
+
+
+def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> dict[str, Any]:
+    objective = slo.objective
+    assert objective is not None
+    threshold = go_float(clean(burn.factor * objective.budget))
+    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
+    expr = (
+        f"(\n  {series.window_ratio(slo, burn.long_ms)}\n) > {threshold}\n"
+        f"and\n(\n  {series.window_ratio(slo, burn.short_ms)}\n) > {threshold}"
+    )
+    period = format_duration(objective.period_ms)
+    exhaustion = format_duration(int(objective.period_ms / burn.factor) // 60_000 * 60_000)
+    target = f"{go_float(clean(objective.target * 100))}%"
+    summary = (
+        f"{slo.name}: error budget burning {go_float(burn.factor)}x too fast over {long_w} and {short_w} "
+        f"({_slice_text(slo)})"
+    )
+    description = (
+        f"{_slice_text(slo)}: the error ratio over {long_w} is {_HUMANIZE['ratio']} and the {short_w} window "
+        f"agrees, above {go_float(burn.factor)}x the budget of the {target} objective over {period} "
+        f"(threshold {_format_value(slo, burn.factor * objective.budget)}). At this rate the whole {period} "
+        f"budget is gone in {exhaustion}."
+    )
+    labels = {"long_window": long_w, "short_window": short_w, "burn_factor": go_float(burn.factor)}
+    return _alert(
+        model,
+        slo,
+        f"{slo.alert_name}ErrorBudgetBurn",
+        expr,
+        burn.for_ms,
+        burn.keep_firing_for_ms,
+        burn.severity,
+        labels,
+        summary,
+        description,
+    )
+
+
+def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[dict[str, Any]]:
+    rules = []
+    now = series.value(slo)
+    rel = band.relative
+    reason = f" {_go_text(band.reason)}" if band.reason else ""
+    persistence = format_duration(band.for_ms)
+    for direction in ("Above", "Below"):
+        static = band.maximum if direction == "Above" else band.minimum
+        factor = None if rel is None else (rel.max_factor if direction == "Above" else rel.min_factor)
+        if static is None and factor is None:
+            continue
+        op = ">" if direction == "Above" else "<"
+        parts, bounds = [], []
+        if static is not None:
+            parts.append(f"{now} {op} {go_float(static)}")
+            bounds.append(f"{'max' if direction == 'Above' else 'min'} {_format_value(slo, static)}")
+        if factor is not None and rel is not None:
+            past = series.value(slo, rel.offset_ms)
+            offset = format_duration(rel.offset_ms)
+            floor = go_float(rel.floor)
+            if direction == "Above":
+                cond = f"{now} > {go_float(factor)} * {past}"
+                if rel.floor:
+                    cond += f"\n  and {now} > {floor}"
+                bounds.append(
+                    f"{go_float(factor)}x its value {offset} ago"
+                    + (f" once above {_format_value(slo, rel.floor)}" if rel.floor else "")
+                )
+            else:
+                cond = f"{now} < {go_float(factor)} * {past}"
+                if rel.floor:
+                    cond += f"\n  and {past} > {floor}"
+                bounds.append(
+                    f"{go_float(factor)}x its value {offset} ago"
+                    + (f" when that was above {_format_value(slo, rel.floor)}" if rel.floor else "")
+                )
+            parts.append(cond)
+        expr = parts[0] if len(parts) == 1 else "(\n  " + "\n)\nor\n(\n  ".join(parts) + "\n)"
+        name = f"{slo.alert_name}{direction}{label}Range"
+        word = "above" if direction == "Above" else "below"
+        summary = f"{slo.name}: {word} its {label.lower()} range ({_slice_text(slo)})"
+        description = (
+            f"{_slice_text(slo)}: the value {_HUMANIZE[slo.unit]} is {word} the {label.lower()} range "
+            f"({'; '.join(bounds)}) for at least {persistence}.{reason}"
+        )
+        rules.append(
+            _alert(
+                model,
+                slo,
+                name,
+                expr,
+                band.for_ms,
+                band.keep_firing_for_ms,
+                band.severity,
+                {},
+                summary,
+                description,
+            )
+        )
+    return rules
+
+
+def _no_data_alert(model: Model, slo: SLO) -> dict[str, Any]:
+    presence = series.recorded(series.presence_series(slo), slo)
+    wait = format_duration(slo.no_data.for_ms)
+    summary = f"{slo.name}: no SLI data for {wait}"
+    versions = f" (spec checked against Kubernetes {slo.k8s_versions})" if slo.k8s_versions else ""
+    description = (
+        f"No series feed the {slo.name} SLI for {wait}: every alert of this spec is blind. Check the scrape "
+        f"targets and whether a metric was renamed by an upgrade{versions}."
+    )
+    return _alert(
+        model,
+        slo,
+        f"{slo.alert_name}NoData",
+        f"absent({presence})",
+        slo.no_data.for_ms,
+        0,
+        slo.no_data.severity,
+        {},
+        summary,
+        _go_text(description),
+    )
+
+
+def alerting_rules(model: Model, slo: SLO) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = []
+    if slo.objective is not None:
+        rules.extend(_burn_alert(model, slo, burn) for burn in slo.objective.burn_alerts)
+    if slo.normal_range is not None:
+        rules.extend(_range_alerts(model, slo, slo.normal_range, "Normal"))
+    if slo.critical_range is not None:
+        rules.extend(_range_alerts(model, slo, slo.critical_range, "Critical"))
+    if slo.no_data.enabled:
+        rules.append(_no_data_alert(model, slo))
+    return rules
+
+
+def rule_group(model: Model, slo: SLO) -> dict[str, Any]:
+    return {
+        "name": f"slo-{slo.name}",
+        "interval": format_duration(model.project.evaluation_interval_ms),
+        "rules": [*recording_rules(slo), *alerting_rules(model, slo)],
+    }
+
+
+def render(model: Model) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for slo in model.slos:
+        header = (
+            f"# Generated by slo-compiler from {slo.source} (spec {slo.name}, sha256 {slo.spec_hash}).\n"
+            "# Do not edit: change the spec and run `make generate`.\n"
+        )
+        body = dump({"groups": [rule_group(model, slo)]})
+        files[rules_path(slo)] = (header + body).encode("utf-8")
+    return files

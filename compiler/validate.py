@@ -1,0 +1,137 @@
+"""Check documents against the JSON Schemas in ``schemas/`` and report problems at their source position.
+
+The same schema files serve editors (``# yaml-language-server: $schema=...``) and the
+compiler, so the two can never disagree. jsonschema's own messages are rewritten into
+sentences an operator can act on: unknown keys get a did-you-mean, missing fields say
+which, and a schema node may carry an ``x-message`` to explain a pattern.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from compiler.diagnostics import Diagnostics
+from compiler.load import Document
+
+SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+KINDS = {"SLO": "slo", "Owners": "owners", "Project": "project"}
+
+_TYPE_NAMES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+@cache
+def _validator(kind: str) -> Draft202012Validator:
+    schema = json.loads((SCHEMA_DIR / f"{KINDS[kind]}.schema.json").read_text(encoding="utf-8"))
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def schema_properties(kind: str) -> dict[str, Any]:
+    """The top-level properties of a kind's schema (used for did-you-mean on kinds)."""
+    schema: Any = _validator(kind).schema
+    properties: dict[str, Any] = schema["properties"]
+    return properties
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _field(path: tuple[str | int, ...]) -> str:
+    parts = []
+    for part in path:
+        if isinstance(part, int):
+            parts.append(f"[{part}]")
+        else:
+            parts.append(f".{part}" if parts else part)
+    return "".join(parts) or "document"
+
+
+def _suggest(word: str, choices: list[str]) -> str:
+    match = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean '{match[0]}'?" if match else ""
+
+
+def _report(error: ValidationError, document: Document, diagnostics: Diagnostics) -> None:
+    path = tuple(error.absolute_path)
+    name = _field(path)
+    schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    rule: Any = error.validator_value
+    instance: Any = error.instance
+    custom = schema.get("x-message")
+    if error.validator == "additionalProperties":
+        allowed = sorted(schema.get("properties", {}))
+        for key in sorted(set(instance) - set(allowed)):
+            where = document.key_position((*path, key))
+            diagnostics.error(where, f"unknown key '{key}' in {name}{_suggest(key, allowed)}")
+        return
+    if error.validator == "required":
+        missing = [key for key in rule if key not in instance]
+        for key in missing:
+            diagnostics.error(document.position(path), f"missing required field '{key}' in {name}")
+        return
+    where = document.position(path)
+    if error.validator == "type":
+        expected = rule if isinstance(rule, list) else [rule]
+        wanted = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in expected)
+        diagnostics.error(where, f"{name}: expected {wanted}, got {_describe(error.instance)}")
+    elif custom:
+        diagnostics.error(where, f"{name} {custom}: {json.dumps(error.instance, ensure_ascii=False)}")
+    elif error.validator == "enum":
+        choices = ", ".join(str(c) for c in rule)
+        hint = _suggest(str(error.instance), [str(c) for c in rule])
+        diagnostics.error(where, f"{name}: '{error.instance}' is not one of: {choices}{hint}")
+    elif error.validator == "const":
+        diagnostics.error(where, f"{name} must be '{rule}'")
+    elif error.validator in ("minItems", "minLength"):
+        diagnostics.error(where, f"{name} must not be empty")
+    elif error.validator == "uniqueItems":
+        diagnostics.error(where, f"{name} has duplicate entries")
+    elif error.validator in ("exclusiveMinimum", "minimum", "exclusiveMaximum", "maximum"):
+        diagnostics.error(where, f"{name}: {error.instance} is out of range ({error.message})")
+    else:
+        diagnostics.error(where, f"{name}: {error.message}")
+
+
+def validate_document(document: Document, diagnostics: Diagnostics) -> str | None:
+    """Validate one document; returns its kind when it is schema-valid, else None."""
+    data = document.data
+    if not isinstance(data, dict):
+        diagnostics.error(document.position(()), f"expected a mapping with 'kind', got {_describe(data)}")
+        return None
+    kind = data.get("kind")
+    if kind not in KINDS:
+        hint = _suggest(str(kind), list(KINDS)) if isinstance(kind, str) else ""
+        where = document.position(("kind",)) if "kind" in data else document.position(())
+        diagnostics.error(where, f"kind must be one of {', '.join(KINDS)}, got {json.dumps(kind)}{hint}")
+        return None
+    errors = sorted(_validator(kind).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    before = len(diagnostics)
+    for error in errors:
+        _report(error, document, diagnostics)
+    return kind if len(diagnostics) == before and not errors else None
