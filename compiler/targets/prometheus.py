@@ -88,6 +88,18 @@ def _joined(vector: str, slice_: Slice) -> str:
     return f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
 
 
+def _indent(text: str, spaces: int = 2) -> str:
+    """Indent every line of a nested expression so the generated rules read as a tree."""
+    pad = " " * spaces
+    return "\n".join(pad + line if line else line for line in text.split("\n"))
+
+
+def _sum_of(terms: Sequence[str], by: Sequence[str]) -> str:
+    if len(terms) == 1:
+        return f"sum{_by(by)} ({terms[0]})"
+    return f"sum{_by(by)} (\n" + _indent("\nor\n".join(terms)) + "\n)"
+
+
 def _rate_sum(selectors: Sequence[Selector], slice_: Slice) -> str:
     """sum by (slice) of the 5m rates of one or more selectors.
 
@@ -100,8 +112,7 @@ def _rate_sum(selectors: Sequence[Selector], slice_: Slice) -> str:
         if index:
             term = f'label_replace({term}, "{TERM_LABEL}", "{index}", "", "")'
         terms.append(term)
-    inner = "\n  or\n  ".join(terms)
-    return f"sum{_by(slice_.by)} (\n  {inner}\n)" if len(terms) > 1 else f"sum{_by(slice_.by)} ({inner})"
+    return _sum_of(terms, slice_.by)
 
 
 def _le_matcher(le: float) -> Matcher:
@@ -114,12 +125,12 @@ def _le_matcher(le: float) -> Matcher:
 
 def _zero_fallback(expr: str, slo: SLO) -> str:
     """Keep a slice with no bad events at 0 rather than absent, shaped like its total."""
-    return f"(\n  {expr}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
+    return f"(\n{_indent(expr)}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
 
 
 def _total_and_bad(slo: SLO) -> tuple[str, str]:
     sli = slo.sli
-    by = _by(slo.slice.by)
+    by = slo.slice.by
     if isinstance(sli, RatioSLI):
         total = _rate_sum(sli.total, slo.slice)
         if sli.bad:
@@ -127,31 +138,31 @@ def _total_and_bad(slo: SLO) -> tuple[str, str]:
         good = _rate_sum(sli.good, slo.slice)
         recorded_total = series.recorded(series.TOTAL_5M, slo)
         bad = (
-            f"clamp_min(\n  {recorded_total}\n  - {_on(slo.slice.by)}\n  {good},\n  0\n)\n"
-            f"or {_on(slo.slice.by)}\n  {recorded_total}"
+            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\n"
+            f"or {_on(by)}\n  {recorded_total}"
         )
         return total, bad
     if isinstance(sli, LatencySLI):
         count = Selector(f"{sli.histogram}_count", sli.matchers)
         total = _rate_sum(sli.total or (count,), slo.slice)
-        good_terms = [
-            _joined(
-                f"rate({render_selector(f'{sli.histogram}_bucket', (*sli.matchers, *t.when, _le_matcher(t.le)))}"
-                f"[{RAW_RANGE}])",
-                slo.slice,
+        good_terms = []
+        for threshold in sli.thresholds:
+            bucket = render_selector(
+                f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le))
             )
-            for t in sli.thresholds
-        ]
-        good = f"sum{by} (\n    " + "\n    or\n    ".join(good_terms) + "\n  )"
-        slow = f"clamp_min(\n  {_rate_sum((count,), slo.slice)}\n  -\n  {good},\n  0\n)"
+            good_terms.append(_joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice))
+        count_sum = _rate_sum((count,), slo.slice)
+        # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
+        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
+        slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
         if not sli.errors:
             return total, slow
         errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
-        return total, f"{slow}\n+ {_on(slo.slice.by)}\n(\n{errors}\n)"
+        return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
     if isinstance(sli, StateSLI):
         state = _joined(f"({sli.expr})", slo.slice)
         bad_state = f"({state})" if slo.slice.join else state
-        return f"count{by} (\n  {state}\n)", f"sum{by} (\n  1 - {bad_state}\n)"
+        return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
     raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
 
 

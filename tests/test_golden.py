@@ -1,0 +1,57 @@
+"""Golden files: the fixture specs compile to exactly the committed text.
+
+Run ``UPDATE_GOLDEN=1 pytest tests/test_golden.py`` after an intended change and review
+the diff of ``tests/golden/`` like any other code change.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from compiler.cli import compile_specs
+from compiler.targets import render_all
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURE_SPECS = REPO_ROOT / "tests" / "fixtures" / "specs"
+GOLDEN = REPO_ROOT / "tests" / "golden"
+
+
+def compile_fixtures() -> dict[str, bytes]:
+    cwd = Path.cwd()
+    os.chdir(REPO_ROOT)  # source paths in headers are shown relative to the repo root
+    try:
+        model, diagnostics = compile_specs(FIXTURE_SPECS)
+    finally:
+        os.chdir(cwd)
+    assert model is not None, diagnostics.render()
+    return render_all(model)
+
+
+FILES = compile_fixtures()
+
+if os.environ.get("UPDATE_GOLDEN"):
+    for stale in GOLDEN.rglob("*"):
+        if stale.is_file():
+            stale.unlink()
+    for name, content in FILES.items():
+        (GOLDEN / name).parent.mkdir(parents=True, exist_ok=True)
+        (GOLDEN / name).write_bytes(content)
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_fixture_spec_compiles_to_its_golden_file(name: str) -> None:
+    golden = GOLDEN / name
+    assert golden.exists(), f"no golden file for {name}; run UPDATE_GOLDEN=1 pytest {__file__}"
+    assert FILES[name].decode() == golden.read_text(encoding="utf-8")
+
+
+def test_every_golden_file_is_still_generated() -> None:
+    committed = {p.relative_to(GOLDEN).as_posix() for p in GOLDEN.rglob("*") if p.is_file()}
+    assert committed == set(FILES)
+
+
+def test_compiling_twice_gives_identical_bytes() -> None:
+    assert compile_fixtures() == FILES
