@@ -234,7 +234,7 @@ class _SpecBuilder:
         persistence_keep = self.duration(("persistence", "keep_firing_for"))
         normal = self.range_("normal_range", sli, "ticket", persistence_for, persistence_keep)
         critical = self.range_("critical_range", sli, "page", persistence_for, persistence_keep)
-        if objective is None and normal is None and critical is None:
+        if not any(section in data for section in ("objective", "normal_range", "critical_range")):
             self.error((), "spec has nothing to alert on: give it an objective, a normal_range or both")
         if critical is not None and normal is None:
             self.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
@@ -461,7 +461,7 @@ class _SpecBuilder:
             if alert.factor * budget >= 1:
                 self.error(
                     key,
-                    f"burn threshold {alert.factor}x the {go_float(clean_number(budget * 100))}% budget is "
+                    f"burn threshold {go_float(alert.factor)}x the {go_float(clean_number(budget * 100))}% budget is "
                     f"{go_float(clean_number(alert.factor * budget * 100))}% errors, which can never be exceeded; "
                     "lower the factor or the target",
                 )
@@ -561,16 +561,27 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
 
     teams: dict[str, Team] = {}
     team_positions: dict[str, str] = {}
-    for document in by_kind["Owners"]:
-        for index, raw in enumerate(document.data["teams"]):
-            name = raw["name"]
+    # Teams are registered from every Owners document, even one with schema errors elsewhere,
+    # so a typo in one team does not also report every spec of every other team.
+    owner_documents = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Owners"]
+    for document in owner_documents:
+        raw_teams = document.data.get("teams")
+        for index, raw in enumerate(raw_teams if isinstance(raw_teams, list) else []):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if not isinstance(name, str):
+                continue
             if name in teams:
                 diagnostics.error(
                     document.position(("teams", index, "name")),
                     f"duplicate team '{name}' (first defined at {team_positions[name]})",
                 )
                 continue
-            teams[name] = Team(name, raw["contact"], tuple(raw.get("escalation", [])))
+            escalation = raw.get("escalation")
+            teams[name] = Team(
+                name,
+                str(raw.get("contact", "")),
+                tuple(str(e) for e in escalation) if isinstance(escalation, list) else (),
+            )
             team_positions[name] = str(document.position(("teams", index, "name")))
 
     project = Project(runbook_base_url=DEFAULT_RUNBOOK_BASE, evaluation_interval_ms=MINUTE)

@@ -69,7 +69,11 @@ def _field(path: tuple[str | int, ...]) -> str:
             parts.append(f"[{part}]")
         else:
             parts.append(f".{part}" if parts else part)
-    return "".join(parts) or "document"
+    return "".join(parts) or "the document"
+
+
+def _where(path: tuple[str | int, ...]) -> str:
+    return f"in {_field(path)}" if path else "at the top level"
 
 
 def _suggest(word: str, choices: list[str]) -> str:
@@ -88,12 +92,12 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         allowed = sorted(schema.get("properties", {}))
         for key in sorted(set(instance) - set(allowed)):
             where = document.key_position((*path, key))
-            diagnostics.error(where, f"unknown key '{key}' in {name}{_suggest(key, allowed)}")
+            diagnostics.error(where, f"unknown key '{key}' {_where(path)}{_suggest(key, allowed)}")
         return
     if error.validator == "required":
         missing = [key for key in rule if key not in instance]
         for key in missing:
-            diagnostics.error(document.position(path), f"missing required field '{key}' in {name}")
+            diagnostics.error(document.position(path), f"missing required field '{key}' {_where(path)}")
         return
     where = document.position(path)
     if error.validator == "type":

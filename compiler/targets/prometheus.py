@@ -138,8 +138,7 @@ def _total_and_bad(slo: SLO) -> tuple[str, str]:
         good = _rate_sum(sli.good, slo.slice)
         recorded_total = series.recorded(series.TOTAL_5M, slo)
         bad = (
-            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\n"
-            f"or {_on(by)}\n  {recorded_total}"
+            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\nor {_on(by)}\n  {recorded_total}"
         )
         return total, bad
     if isinstance(sli, LatencySLI):

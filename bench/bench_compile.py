@@ -1,0 +1,138 @@
+"""Benchmark: compile N synthetic specs and compare with merely loading and schema-checking them.
+
+Both phases run in the same process on the same files, so the ratio is meaningful on a
+noisy shared machine even when the absolute times are not. Usage:
+
+    python bench/bench_compile.py --specs 1000 [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from compiler.build import build_model
+from compiler.diagnostics import Diagnostics
+from compiler.load import load_tree
+from compiler.targets import render_all
+from compiler.validate import validate_document
+
+OWNERS = """\
+apiVersion: slo-compiler/v1
+kind: Owners
+teams:
+  - {name: team-a, contact: "#a"}
+  - {name: team-b, contact: "#b"}
+"""
+
+KINDS = (
+    """\
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{{rcode="SERVFAIL",shard="{i}"}}'
+    total: 'coredns_dns_responses_total{{shard="{i}"}}'
+objective: {{target: 99.9%, period: 30d}}
+normal_range: {{max: 0.01}}
+""",
+    """\
+sli:
+  latency:
+    histogram: apiserver_request_sli_duration_seconds
+    selector: '{{verb=~"LIST|GET",shard="{i}"}}'
+    threshold:
+      - {{when: '{{scope=~"resource|"}}', le: 1}}
+      - {{when: '{{scope=~"namespace|cluster"}}', le: 30}}
+    errors: 'apiserver_request_total{{code=~"5..",shard="{i}"}}'
+objective: {{target: 99%, period: 28d}}
+""",
+    """\
+sli:
+  gauge:
+    expr: 'sum by (cluster, resource) (rate(apiserver_request_total{{verb="LIST",shard="{i}"}}[2m]))'
+unit: per_second
+normal_range:
+  min: 0
+  max: 1000
+  relative: {{offset: 1h, max_factor: 3, floor: 50}}
+""",
+)
+
+SPEC = """\
+apiVersion: slo-compiler/v1
+kind: SLO
+name: bench-{i:05d}
+family: watch-list-volume
+owner: team-{team}
+description: Synthetic spec {i}.
+slice:
+  by: [cluster, resource]
+  selector: '{{job="apiserver"}}'
+{body}persistence: {{for: 10m}}
+mitigation:
+  summary: Do the thing.
+  steps: [One, Two]
+  stop_conditions: [Unless]
+  escalation: Call someone.
+"""
+
+
+def write_specs(root: Path, count: int) -> None:
+    (root / "owners.yaml").write_text(OWNERS, encoding="utf-8")
+    for i in range(count):
+        body = KINDS[i % len(KINDS)].format(i=i)
+        text = SPEC.format(i=i, team="ab"[i % 2], body=body)
+        (root / f"spec-{i:05d}.yaml").write_text(text, encoding="utf-8")
+
+
+def load_and_schema_check(root: Path) -> int:
+    diagnostics = Diagnostics()
+    documents = load_tree(root, root, diagnostics)
+    valid = sum(1 for document in documents if validate_document(document, diagnostics))
+    assert not diagnostics, diagnostics.render()
+    return valid
+
+
+def full_compile(root: Path) -> int:
+    diagnostics = Diagnostics()
+    model = build_model(load_tree(root, root, diagnostics), diagnostics)
+    assert model is not None, diagnostics.render()
+    files = render_all(model)
+    return len(files)
+
+
+def best_of(repeat: int, function: object, root: Path) -> float:
+    assert callable(function)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function(root)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--specs", type=int, default=1000)
+    parser.add_argument("--repeat", type=int, default=3, help="take the best of this many runs of each phase")
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="slo-bench-"))
+    try:
+        write_specs(root, args.specs)
+        full_compile(root)  # warm caches (schema compilation, imports) outside the timings
+        load = best_of(args.repeat, load_and_schema_check, root)
+        total = best_of(args.repeat, full_compile, root)
+    finally:
+        shutil.rmtree(root)
+    n = args.specs
+    print(f"specs: {n} (best of {args.repeat}; cpu count {os.cpu_count()})")
+    print(f"load + schema check: {load:.3f} s total, {load / n * 1000:.3f} ms/spec")
+    print(f"full compile (load, check, model, rules): {total:.3f} s total, {total / n * 1000:.3f} ms/spec")
+    print(f"compile / load+schema ratio: {total / load:.2f}x (semantic checks, PromQL parsing and rendering)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""Shared fixtures: a minimal valid spec tree in a temp dir, and a CLI runner.
+
+The SLO spec below is written inline (not copied from slo_specs/) so tests that break one
+line of it can assert exact line numbers. Its layout, for reference:
+
+     1 apiVersion          10 sli:                 19 mitigation:
+     3 name: dns-errors    11   ratio:             20   summary
+     5 owner               12     bad              21   steps:
+     7 slice:              13     total            23   stop_conditions:
+     8   by: [cluster]     14 objective:           25   escalation
+     9   selector          15   target: 99.9%
+                           16   period: 30d
+                           17 persistence:
+                           18   for: 10m
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+OWNERS_YAML = """\
+apiVersion: slo-compiler/v1
+kind: Owners
+teams:
+  - name: platform-network
+    contact: "#platform-network"
+  - name: platform-nodes
+    contact: "#platform-nodes"
+"""
+
+PROJECT_YAML = """\
+apiVersion: slo-compiler/v1
+kind: Project
+runbook_base_url: https://runbooks.example.com/slo
+evaluation_interval: 1m
+"""
+
+VALID_SLO = """\
+apiVersion: slo-compiler/v1
+kind: SLO
+name: dns-errors
+family: node-network-errors
+owner: platform-network
+description: Cluster DNS answers without SERVFAIL.
+slice:
+  by: [cluster]
+  selector: '{job="kube-dns"}'
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
+    total: coredns_dns_responses_total
+objective:
+  target: 99.9%
+  period: 30d
+persistence:
+  for: 10m
+mitigation:
+  summary: Scale CoreDNS.
+  steps:
+    - Scale the CoreDNS deployment.
+  stop_conditions:
+    - An upstream zone is down.
+  escalation: Page the network on-call.
+"""
+
+# Where the SLO spec lives inside the spec tree.
+SLO_RELATIVE = Path("network") / "dns-errors.yaml"
+
+RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
+
+
+def make_spec_tree(spec_dir: Path) -> Path:
+    """Write owners.yaml, project.yaml and one valid SLO spec under ``spec_dir``."""
+    (spec_dir / SLO_RELATIVE).parent.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "owners.yaml").write_text(OWNERS_YAML, encoding="utf-8")
+    (spec_dir / "project.yaml").write_text(PROJECT_YAML, encoding="utf-8")
+    (spec_dir / SLO_RELATIVE).write_text(VALID_SLO, encoding="utf-8")
+    return spec_dir
+
+
+def _run_cli(args: Sequence[str | Path], cwd: Path) -> tuple[int, str, str]:
+    """Run ``python -m compiler *args`` in ``cwd``; returns (returncode, stdout, stderr)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    env.pop("SLO_COMPILER_DEBUG", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", *(str(arg) for arg in args)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture
+def spec_tree(tmp_path: Path) -> Path:
+    """A valid spec tree at ``tmp_path/specs`` (run the CLI with cwd=tmp_path)."""
+    return make_spec_tree(tmp_path / "specs")
+
+
+@pytest.fixture
+def slo_file(spec_tree: Path) -> Path:
+    """The one SLO spec of ``spec_tree``."""
+    return spec_tree / SLO_RELATIVE
+
+
+@pytest.fixture
+def valid_slo() -> str:
+    """The text of the valid SLO spec, for tests that break one line of it."""
+    return VALID_SLO
+
+
+@pytest.fixture(scope="session")
+def run_cli() -> RunCli:
+    return _run_cli

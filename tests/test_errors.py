@@ -1,0 +1,306 @@
+"""Every class of spec mistake is reported as ``path:line:col: message`` at the mistake, with exit 1.
+
+Each test breaks one line of the valid tree from conftest.py (see its line map) and runs
+``python -m compiler validate --specs specs`` with cwd = tmp_path, so paths print relative.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
+
+SLO = "specs/network/dns-errors.yaml"
+OWNERS = "specs/owners.yaml"
+PROJECT = "specs/project.yaml"
+
+# Lines 10-16 of the valid spec: the SLI and its objective; tests swap in other SLI kinds.
+RATIO_SLI_AND_OBJECTIVE = """\
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
+    total: coredns_dns_responses_total
+objective:
+  target: 99.9%
+  period: 30d
+"""
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    """Replace the one occurrence of ``old`` in ``path``."""
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, f"{old!r} must occur exactly once in {path}"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+def validate(run_cli: RunCli, tmp_path: Path, problems: int | None = None) -> str:
+    """Run validate, check the failure contract, and return stderr."""
+    code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert code == 1, stderr
+    assert stdout == ""
+    assert "Traceback" not in stderr
+    assert "internal error" not in stderr
+    assert stderr.endswith("problem(s); nothing written\n")
+    if problems is not None:
+        assert f"slo-compiler: {problems} problem(s); nothing written" in stderr, stderr
+    return stderr
+
+
+def message_at(stderr: str, location: str) -> str:
+    """The one diagnostic message reported at ``location`` (``path:line:col``)."""
+    messages = [line.removeprefix(f"{location}: ") for line in stderr.splitlines() if line.startswith(f"{location}: ")]
+    assert len(messages) == 1, f"expected one diagnostic at {location}, got:\n{stderr}"
+    return messages[0]
+
+
+def diagnostics(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if not line.startswith("slo-compiler: ")]
+
+
+# -- YAML ---------------------------------------------------------------------------------
+
+
+def test_yaml_syntax_error(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, """  selector: '{job="kube-dns"}'\n""", """  selector: '{job="kube-dns"}' x: y\n""")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:9:32")
+    assert message.startswith("YAML syntax error: ")
+    assert "expected key" in message
+
+
+def test_duplicate_yaml_key(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  for: 10m\n", "  for: 10m\n  for: 5m\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, f"{SLO}:19:3") == "duplicate key 'for' (first defined at line 18)"
+
+
+@pytest.mark.parametrize("word", ["no", "yes", "on", "off", "n"])
+def test_yaml_1_1_boolean_words_stay_strings(run_cli: RunCli, tmp_path: Path, slo_file: Path, word: str) -> None:
+    """YAML 1.2 core schema: `owner: no` is the string 'no' (an unknown owner), not false (a type error)."""
+    edit(slo_file, "owner: platform-network\n", f"owner: {word}\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:5:8")
+    assert message.startswith(f"unknown owner '{word}' (teams: platform-network, platform-nodes)")
+    assert "boolean" not in stderr
+    assert "expected a string" not in stderr
+
+
+# -- schema -------------------------------------------------------------------------------
+
+
+def test_unknown_key_suggests_the_right_one(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "owner: platform-network\n", "ownr: platform-network\n")
+    stderr = validate(run_cli, tmp_path)
+    assert message_at(stderr, f"{SLO}:5:1") == "unknown key 'ownr' at the top level; did you mean 'owner'?"
+    # The key it replaced is now missing; that is reported too, at the document.
+    assert "missing required field 'owner'" in message_at(stderr, f"{SLO}:1:1")
+
+
+def test_missing_required_field(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  target: 99.9%\n", "")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    # Reported at the objective mapping (its first key, `period`, now on line 15).
+    assert message_at(stderr, f"{SLO}:15:3") == "missing required field 'target' in objective"
+
+
+def test_wrong_type(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  by: [cluster]\n", "  by: cluster\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, f"{SLO}:8:7") == "slice.by: expected a list, got a string"
+
+
+def test_bad_duration(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  for: 10m\n", "  for: 5 minutes\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:18:8")
+    assert message.startswith("persistence.for is not a Prometheus duration")
+    assert '"5 minutes"' in message
+
+
+def test_invalid_label_name_in_slice_by(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  by: [cluster]\n", "  by: [cluster, node-pool]\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:8:17")
+    assert message.startswith("slice.by[1] is not a valid Prometheus label name")
+    assert '"node-pool"' in message
+
+
+# -- semantic checks ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["100%", "0%", "150%"])
+def test_objective_out_of_range(run_cli: RunCli, tmp_path: Path, slo_file: Path, target: str) -> None:
+    edit(slo_file, "  target: 99.9%\n", f"  target: {target}\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, f"{SLO}:15:11") == (
+        f"objective {target} is out of range: it must be above 0% and below 100%"
+    )
+
+
+def test_duplicate_spec_name_across_files(run_cli: RunCli, tmp_path: Path, spec_tree: Path, valid_slo: str) -> None:
+    # Two comment lines push `name:` of the copy down to line 5.
+    (spec_tree / "zz-copy.yaml").write_text("# a copy\n# of dns-errors\n" + valid_slo, encoding="utf-8")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, "specs/zz-copy.yaml:5:7") == (
+        f"duplicate spec name 'dns-errors' (first defined at {SLO}:3:7)"
+    )
+
+
+def test_unknown_owner_suggests_a_team(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "owner: platform-network\n", "owner: platform-netwrk\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, f"{SLO}:5:8") == (
+        "unknown owner 'platform-netwrk' (teams: platform-network, platform-nodes); did you mean 'platform-network'?"
+    )
+
+
+def test_invalid_promql_selector(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "    total: coredns_dns_responses_total\n", """    total: 'foo{job="a"'\n""")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:13:12")
+    assert message.startswith("invalid PromQL selector in sli.ratio.total: ")
+    assert "brace" in message
+
+
+@pytest.mark.parametrize(
+    ("kind", "extra", "expr", "detail"),
+    [
+        ("gauge", "normal_range:\n  max: 5\n", "sum by (cluster) (rate(foo_total[5m])", "parenthesis"),
+        ("state", "objective:\n  target: 99.9%\n  period: 30d\n", 'up{job="x"} ==', "invalid"),
+    ],
+)
+def test_invalid_promql_expr(
+    run_cli: RunCli, tmp_path: Path, slo_file: Path, kind: str, extra: str, expr: str, detail: str
+) -> None:
+    edit(slo_file, RATIO_SLI_AND_OBJECTIVE, f"sli:\n  {kind}:\n    expr: '{expr}'\n{extra}")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:12:11")
+    assert message.startswith(f"invalid PromQL in sli.{kind}.expr: ")
+    assert detail in message
+
+
+def test_invalid_latency_when_matcher(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(
+        slo_file,
+        RATIO_SLI_AND_OBJECTIVE,
+        "sli:\n"
+        "  latency:\n"
+        "    histogram: apiserver_request_sli_duration_seconds\n"
+        "    threshold:\n"
+        "      - when: '{scope=\"resource\"}'\n"
+        "        le: 1\n"
+        "      - when: '{scope=~\"cluster\"'\n"  # line 16: unclosed brace
+        "        le: 30\n"
+        "objective:\n  target: 99%\n  period: 30d\n",
+    )
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:16:15")
+    assert message.startswith("invalid PromQL selector in sli.latency.threshold[1].when: ")
+
+
+def test_latency_threshold_not_a_bucket_edge(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(
+        slo_file,
+        RATIO_SLI_AND_OBJECTIVE,
+        "sli:\n"
+        "  latency:\n"
+        "    histogram: scheduler_pod_scheduling_sli_duration_seconds\n"
+        "    threshold: 5\n"  # line 13; edges are 0.01 x 2^n: ..., 2.56, 5.12, ...
+        "objective:\n  target: 99%\n  period: 7d\n",
+    )
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert message_at(stderr, f"{SLO}:13:16") == (
+        "latency threshold 5 is not a bucket edge of scheduler_pod_scheduling_sli_duration_seconds; "
+        "nearest edges: 2.56 or 5.12"
+    )
+
+
+def test_raw_range_longer_than_5m(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    gauge = "sli:\n  gauge:\n    expr: 'sum by (cluster) (rate(foo_total[10m]))'\nnormal_range:\n  max: 5\n"
+    edit(slo_file, RATIO_SLI_AND_OBJECTIVE, gauge)
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:12:11")
+    assert message.startswith("sli.gauge.expr reads raw series over 10m;")
+    assert "at most 5m" in message
+
+
+def test_raw_range_of_5m_is_allowed(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    gauge = "sli:\n  gauge:\n    expr: 'sum by (cluster) (rate(foo_total[5m]))'\nnormal_range:\n  max: 5\n"
+    edit(slo_file, RATIO_SLI_AND_OBJECTIVE, gauge)
+    code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, stdout, stderr) == (0, "slo-compiler: 1 spec(s) valid\n", "")
+
+
+def test_aggregation_drops_slice_label(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    gauge = "sli:\n  gauge:\n    expr: 'sum by (job) (rate(foo_total[5m]))'\nnormal_range:\n  max: 5\n"
+    edit(slo_file, RATIO_SLI_AND_OBJECTIVE, gauge)
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:12:11")
+    assert message.startswith("sli.gauge.expr drops slice label(s) cluster in an aggregation")
+
+
+def test_quantile_max_at_top_bucket_edge_can_never_be_exceeded(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    quantile = (
+        "sli:\n"
+        "  quantile:\n"
+        "    histogram: scheduler_pod_scheduling_sli_duration_seconds\n"
+        "    quantile: 0.99\n"
+        "normal_range:\n"
+        "  max: 5242.88\n"  # line 15: the top finite edge, 0.01 x 2^19
+    )
+    edit(slo_file, RATIO_SLI_AND_OBJECTIVE, quantile)
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:15:8")
+    assert message.startswith("normal_range.max 5242.88 can never be exceeded")
+    assert "top finite bucket edge 5242.88" in message
+
+
+def test_burn_factor_of_100_percent_errors(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    burn_alerts = (
+        "  period: 30d\n"
+        "  burn_alerts:\n"
+        "    - severity: page\n"
+        "      long: 1h\n"
+        "      short: 5m\n"
+        "      factor: 14.4\n"
+        "    - severity: page\n"  # line 22: 1000 x the 0.1% budget = 100% errors
+        "      long: 6h\n"
+        "      short: 30m\n"
+        "      factor: 1000\n"
+    )
+    edit(slo_file, "  period: 30d\n", burn_alerts)
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:22:7")
+    assert message.startswith("burn threshold 1000")
+    assert "0.1% budget is 100% errors, which can never be exceeded" in message
+
+
+# -- several files at once ----------------------------------------------------------------
+
+
+def test_three_mistakes_in_three_files_reported_together_and_sorted(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    # Found in three different stages (owners, project, SLO), i.e. not in path order.
+    with (spec_tree / "owners.yaml").open("a", encoding="utf-8") as owners:
+        owners.write('  - name: platform-network\n    contact: "#again"\n')
+    edit(spec_tree / "project.yaml", "evaluation_interval: 1m\n", "evaluation_interval: 10m\n")
+    edit(slo_file, "    total: coredns_dns_responses_total\n", """    total: 'foo{job="a"'\n""")
+    stderr = validate(run_cli, tmp_path, problems=3)
+    found = diagnostics(stderr)
+    assert [line.split(": ", 1)[0] for line in found] == [f"{SLO}:13:12", f"{OWNERS}:8:11", f"{PROJECT}:4:22"]
+    assert found[0].startswith(f"{SLO}:13:12: invalid PromQL selector in sli.ratio.total")
+    assert found[1] == f"{OWNERS}:8:11: duplicate team 'platform-network' (first defined at {OWNERS}:4:11)"
+    assert found[2] == f"{PROJECT}:4:22: evaluation_interval must be a duration from 1s to 5m"
+
+
+def test_a_typo_in_one_team_does_not_orphan_the_specs_of_the_others(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path
+) -> None:
+    edit(spec_tree / "owners.yaml", '    contact: "#platform-nodes"\n', '    contcat: "#platform-nodes"\n')
+    stderr = validate(run_cli, tmp_path)
+    assert "unknown owner" not in stderr
+    assert message_at(stderr, f"{OWNERS}:7:5") == "unknown key 'contcat' in teams[1]; did you mean 'contact'?"
