@@ -10,7 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
+from compiler import yamlout
 from compiler.cli import compile_specs
 from compiler.targets import render_all
 
@@ -55,3 +57,9 @@ def test_every_golden_file_is_still_generated() -> None:
 
 def test_compiling_twice_gives_identical_bytes() -> None:
     assert compile_fixtures() == FILES
+
+
+@pytest.mark.parametrize("name", sorted(FILES))
+def test_libyaml_and_pure_python_emitters_write_the_same_text(name: str) -> None:
+    data = yaml.safe_load(FILES[name])
+    assert yamlout.dump(data) == yamlout.dump(data, dumper=yamlout.PURE_DUMPER)
