@@ -54,7 +54,7 @@ promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every g
 
 test: $(STAMP) tools ## the whole suite: lint, types, pytest (runs promtool on generated/)
 	$(MAKE) --no-print-directory lint typecheck
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2
 
 bench: $(STAMP) ## compile 1,000 synthetic specs; print time per spec and the load+schema share
 	$(PY) bench/bench_compile.py --specs 1000

@@ -21,6 +21,7 @@ from compiler.model import (
     SLI,
     SLO,
     BurnAlert,
+    Expectation,
     GaugeSLI,
     Join,
     LatencySLI,
@@ -34,6 +35,8 @@ from compiler.model import (
     Range,
     RatioSLI,
     Relative,
+    Scenario,
+    Segment,
     Selector,
     Severity,
     Slice,
@@ -240,6 +243,9 @@ class _SpecBuilder:
             self.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
         no_data = self.no_data()
         unit = self.unit(sli)
+        scenarios = self.scenarios(
+            sli, slice_, data.get("alert_name") or camel(name), normal, critical, objective, no_data
+        )
         mitigation = data["mitigation"]
         if self.failed or team is None or sli is None:
             return None
@@ -266,7 +272,9 @@ class _SpecBuilder:
                 escalation=mitigation["escalation"].strip(),
             ),
             see_also=tuple(data.get("see_also", [])),
+            scenarios=scenarios,
             source=self.doc.path,
+            position=self.doc.key_position(("sli",)),
             spec_hash=self.doc.content_hash[:16],
         )
 
@@ -527,6 +535,114 @@ class _SpecBuilder:
             severity=raw.get("severity", "ticket"),
         )
 
+    def scenarios(
+        self,
+        sli: SLI | None,
+        slice_: Slice,
+        alert_name: str,
+        normal: Range | None,
+        critical: Range | None,
+        objective: Objective | None,
+        no_data: NoData,
+    ) -> tuple[Scenario, ...]:
+        """Declared scenarios: check their shapes fit the SLI and their alerts exist."""
+        raw = self.data.get("scenarios", [])
+        alerts = set(alert_names_for(alert_name, objective is not None, normal, critical, no_data.enabled))
+        events = isinstance(sli, RatioSLI | LatencySLI | StateSLI)
+        result = []
+        seen: set[str] = set()
+        for index, item in enumerate(raw):
+            base: PathKey = ("scenarios", index)
+            if item["name"] in seen:
+                self.error((*base, "name"), f"duplicate scenario name '{item['name']}'")
+            seen.add(item["name"])
+            slice_values = []
+            for label, value in sorted(item.get("slice", {}).items()):
+                if label not in slice_.by:
+                    self.error(
+                        (*base, "slice"),
+                        f"'{label}' is not a slice label of this spec ({', '.join(slice_.by) or 'none'})",
+                    )
+                slice_values.append((label, value))
+            segments: list[Segment] = []
+            for seg_index, seg in enumerate(item["shape"]):
+                key: PathKey = (*base, "shape", seg_index)
+                minutes_ms = self.duration((*key, "for"))
+                if minutes_ms <= 0 or minutes_ms % MINUTE:
+                    self.error((*key, "for"), "a segment lasts a whole, positive number of minutes")
+                given = [field for field in ("value", "error_ratio", "ramp_to", "gap") if field in seg]
+                if len(given) != 1:
+                    self.error(key, "a segment needs exactly one of value, error_ratio, ramp_to or gap")
+                    continue
+                if events and "value" in seg:
+                    self.error(
+                        (*key, "value"), "this is an event SLI: give the segment an error_ratio (and optionally a rate)"
+                    )
+                if not events and "error_ratio" in seg:
+                    self.error((*key, "error_ratio"), "this SLI is a gauge: give the segment a value")
+                if "rate" in seg and not isinstance(sli, RatioSLI | LatencySLI):
+                    self.error((*key, "rate"), "rate applies to ratio and latency SLIs only")
+                if "ramp_to" in seg and not segments:
+                    self.error((*key, "ramp_to"), "a scenario cannot start with a ramp: give the first segment a value")
+                if "ramp_to" in seg and events and not 0 <= seg["ramp_to"] <= 1:
+                    self.error((*key, "ramp_to"), "an error ratio ramps to a value within 0..1")
+                value = seg.get("value", seg.get("error_ratio", seg.get("ramp_to")))
+                segments.append(
+                    Segment(
+                        minutes=minutes_ms // MINUTE,
+                        value=None if value is None else float(value),
+                        rate=float(seg["rate"]) if "rate" in seg else None,
+                        ramp="ramp_to" in seg,
+                        gap="gap" in seg,
+                    )
+                )
+            total_ms = sum(segment.minutes for segment in segments) * MINUTE
+            expectations = []
+            for exp_index, exp in enumerate(item["expect"]):
+                key = (*base, "expect", exp_index)
+                kinds = [field for field in ("fires_by", "silent_until", "nothing_fires_until") if field in exp]
+                if len(kinds) != 1:
+                    self.error(key, "an expectation needs exactly one of fires_by, silent_until or nothing_fires_until")
+                    continue
+                kind = kinds[0]
+                at_ms = self.duration((*key, kind))
+                if at_ms <= 0 or at_ms % MINUTE or at_ms > total_ms:
+                    self.error(
+                        (*key, kind),
+                        f"{kind} must be a whole minute within the scenario's {promql.format_duration(total_ms)}",
+                    )
+                name = None
+                if kind == "nothing_fires_until":
+                    if "alert" in exp:
+                        self.error(
+                            (*key, "alert"), "nothing_fires_until applies to every alert of the spec; drop 'alert'"
+                        )
+                else:
+                    given_name = exp.get("alert")
+                    if given_name is None:
+                        self.error(key, f"{kind} needs the alert it is about")
+                        continue
+                    name = given_name if given_name in alerts else alert_name + given_name
+                    if name not in alerts:
+                        hint = _suggest(name, sorted(alerts))
+                        self.error(
+                            (*key, "alert"),
+                            f"'{given_name}' is not an alert of this spec ({', '.join(sorted(alerts))}){hint}",
+                        )
+                expectations.append(
+                    Expectation({"fires_by": "firing", "silent_until": "silent"}.get(kind, "nothing"), name, at_ms)  # type: ignore[arg-type]
+                )
+            result.append(
+                Scenario(
+                    name=item["name"],
+                    description=str(item.get("description", "")).strip(),
+                    slice_values=tuple(slice_values),
+                    segments=tuple(segments),
+                    expectations=tuple(expectations),
+                )
+            )
+        return tuple(result)
+
     def unit(self, sli: SLI | None) -> Unit:
         explicit = self.data.get("unit")
         if explicit is not None:
@@ -542,6 +658,25 @@ class _SpecBuilder:
         if isinstance(sli, QuantileSLI):
             return "seconds"
         return "ratio"
+
+
+def alert_names_for(
+    prefix: str, has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool
+) -> list[str]:
+    """Every alert name a spec produces, in rule order (the Prometheus target emits exactly these)."""
+    names: list[str] = []
+    if has_objective:
+        names.append(f"{prefix}ErrorBudgetBurn")
+    for label, band in (("Normal", normal), ("Critical", critical)):
+        if band is None:
+            continue
+        if band.maximum is not None or (band.relative and band.relative.max_factor is not None):
+            names.append(f"{prefix}Above{label}Range")
+        if band.minimum is not None or (band.relative and band.relative.min_factor is not None):
+            names.append(f"{prefix}Below{label}Range")
+    if no_data:
+        names.append(f"{prefix}NoData")
+    return names
 
 
 def _dotted(key: PathKey) -> str:

@@ -18,7 +18,7 @@ from compiler.build import build_model
 from compiler.diagnostics import Diagnostics, Position
 from compiler.load import load_tree
 from compiler.model import Model
-from compiler.targets import render_all
+from compiler.targets import TargetError, render_all
 from compiler.write import stale_files, write_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -64,6 +64,12 @@ def _run(args: argparse.Namespace) -> int:
         print(f"slo-compiler: spec directory not found: {spec_dir}", file=sys.stderr)
         return EXIT_USAGE
     model, diagnostics = compile_specs(spec_dir)
+    files: dict[str, bytes] = {}
+    if model is not None and not diagnostics:
+        try:
+            files = render_all(model)
+        except TargetError as exc:
+            diagnostics.extend(exc.diagnostics())
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
@@ -71,7 +77,6 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "validate":
         print(f"slo-compiler: {len(model.slos)} spec(s) valid")
         return EXIT_OK
-    files = render_all(model)
     if args.command == "generate":
         write_tree(files, args.out)
         print(f"slo-compiler: wrote {len(files)} file(s) for {len(model.slos)} spec(s) to {args.out}")

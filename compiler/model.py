@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from compiler.diagnostics import Position
 from compiler.promql import Matcher
 
 Severity = Literal["page", "ticket", "info"]
@@ -162,6 +163,35 @@ class Mitigation:
 
 
 @dataclass(frozen=True)
+class Segment:
+    """One stretch of a scenario's input: held constant, ramped, or missing."""
+
+    minutes: int
+    value: float | None  # gauge value, or error ratio for event SLIs; None for a gap
+    rate: float | None  # ratio and latency SLIs: total events per second
+    ramp: bool
+    gap: bool
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """``firing``: alert fires at the time; ``silent``: it does not; ``nothing``: no alert fires up to it."""
+
+    kind: Literal["firing", "silent", "nothing"]
+    alert: str | None
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    slice_values: tuple[tuple[str, str], ...]
+    segments: tuple[Segment, ...]
+    expectations: tuple[Expectation, ...]
+
+
+@dataclass(frozen=True)
 class SLO:
     name: str
     alert_name: str
@@ -180,7 +210,9 @@ class SLO:
     no_data: NoData
     mitigation: Mitigation
     see_also: tuple[str, ...]
+    scenarios: tuple[Scenario, ...]
     source: str
+    position: Position  # where the spec's SLI is written, for problems found by targets
     spec_hash: str
 
     @property

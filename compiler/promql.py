@@ -395,6 +395,34 @@ def analyse(text: str) -> Analysis:
     return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets))
 
 
+_COUNTER_FUNCTIONS = frozenset({"rate", "irate", "increase", "resets"})
+
+
+def counter_selectors(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...]], ...]:
+    """Selectors read through a counter function (rate, irate, increase, resets), in source order.
+
+    Synthetic test inputs must make these monotonic counters, and the others gauges.
+    """
+    found: list[tuple[str | None, tuple[Matcher, ...]]] = []
+    for node in _iter_nodes(parse_expr(text)):
+        if isinstance(node, pp.Call) and node.func.name in _COUNTER_FUNCTIONS:
+            for inner in node.args:
+                for sub in _iter_nodes(inner):
+                    if isinstance(sub, pp.VectorSelector):
+                        found.append(_selector_parts(sub))
+    return tuple(found)
+
+
+def matching_labels(text: str) -> tuple[str, ...]:
+    """Labels named in ``on (...)`` clauses: synthetic series must agree on them to join."""
+    found: dict[str, None] = {}
+    for node in _iter_nodes(parse_expr(text)):
+        matching = node.modifier.matching if isinstance(node, pp.BinaryExpr) and node.modifier is not None else None
+        if matching is not None and matching.type == pp.LabelModifierType.Include:
+            found.update(dict.fromkeys(matching.labels))
+    return tuple(found)
+
+
 # --------------------------------------------------------------------------
 # Rendering / matcher injection
 # --------------------------------------------------------------------------

@@ -304,3 +304,18 @@ def test_a_typo_in_one_team_does_not_orphan_the_specs_of_the_others(
     stderr = validate(run_cli, tmp_path)
     assert "unknown owner" not in stderr
     assert message_at(stderr, f"{OWNERS}:7:5") == "unknown key 'contcat' in teams[1]; did you mean 'contact'?"
+
+
+def test_an_expression_no_synthetic_input_can_drive_is_reported_at_the_sli(
+    run_cli: RunCli, tmp_path: Path, slo_file: Path
+) -> None:
+    # Every alert needs a generated promtool test; time() cannot be driven by input series.
+    edit(
+        slo_file,
+        RATIO_SLI_AND_OBJECTIVE,
+        "sli:\n  gauge:\n    expr: 'sum by (cluster) (time() - node_boot_time_seconds)'\nnormal_range:\n  max: 86400\n",
+    )
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:10:1")
+    assert message.startswith("cannot generate the promtool tests that prove its alerts: ")
+    assert "time" in message

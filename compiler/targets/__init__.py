@@ -8,20 +8,48 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.model import Model
-from compiler.targets import prometheus
+from compiler.diagnostics import Diagnostics
+from compiler.model import SLO, Model
 
 Target = Callable[[Model], dict[str, bytes]]
 
-TARGETS: tuple[tuple[str, Target], ...] = (("prometheus", prometheus.render),)
+
+class TargetError(Exception):
+    """A spec that passed every check but that a target still cannot compile; reported at the spec."""
+
+    def __init__(self, problems: list[tuple[SLO, str]]) -> None:
+        super().__init__("; ".join(message for _, message in problems))
+        self.problems = problems
+
+    def diagnostics(self) -> Diagnostics:
+        found = Diagnostics()
+        for slo, message in self.problems:
+            found.error(slo.position, message)
+        return found
+
+
+from compiler.targets import prometheus, promtool_tests  # noqa: E402  (targets import TargetError)
+
+TARGETS: tuple[tuple[str, Target], ...] = (
+    ("prometheus", prometheus.render),
+    ("promtool-tests", promtool_tests.render),
+)
 
 
 def render_all(model: Model) -> dict[str, bytes]:
     """Every generated file, keyed by its path relative to the output directory."""
     files: dict[str, bytes] = {}
+    problems: list[tuple[SLO, str]] = []
     for name, render in TARGETS:
-        for path, content in render(model).items():
+        try:
+            rendered = render(model)
+        except TargetError as exc:
+            problems.extend(exc.problems)
+            continue
+        for path, content in rendered.items():
             if path in files:
                 raise ValueError(f"target {name} writes {path}, which another target already wrote")
             files[path] = content
+    if problems:
+        raise TargetError(problems)
     return files

@@ -9,10 +9,12 @@ slice-aggregated series (see ``compiler.series``). An SLO records at most six se
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from compiler import series
 from compiler.buckets import go_float
+from compiler.build import alert_names_for
 from compiler.model import (
     SLO,
     BurnAlert,
@@ -39,19 +41,9 @@ TERM_LABEL = "__slo_term"
 
 def alert_names(slo: SLO) -> list[str]:
     """Every alert name a spec produces, in rule order."""
-    names: list[str] = []
-    if slo.objective is not None:
-        names.append(f"{slo.alert_name}ErrorBudgetBurn")
-    for label, band in (("Normal", slo.normal_range), ("Critical", slo.critical_range)):
-        if band is None:
-            continue
-        if band.maximum is not None or (band.relative and band.relative.max_factor is not None):
-            names.append(f"{slo.alert_name}Above{label}Range")
-        if band.minimum is not None or (band.relative and band.relative.min_factor is not None):
-            names.append(f"{slo.alert_name}Below{label}Range")
-    if slo.no_data.enabled:
-        names.append(f"{slo.alert_name}NoData")
-    return names
+    return alert_names_for(
+        slo.alert_name, slo.objective is not None, slo.normal_range, slo.critical_range, slo.no_data.enabled
+    )
 
 
 def runbook_url(model: Model, slo: SLO, alert: str) -> str:
@@ -252,40 +244,47 @@ def _format_value(slo: SLO, number: float) -> str:
     return f"{go_float(number)}{suffix}"
 
 
-def _alert(
-    model: Model,
-    slo: SLO,
-    name: str,
-    expr: str,
-    for_ms: int,
-    keep_ms: int,
-    severity: str,
-    extra_labels: dict[str, str],
-    summary: str,
-    description: str,
-) -> dict[str, Any]:
-    rule: dict[str, Any] = {"alert": name, "expr": expr}
-    if for_ms:
-        rule["for"] = format_duration(for_ms)
-    if keep_ms:
-        rule["keep_firing_for"] = format_duration(keep_ms)
-    rule["labels"] = {
-        "severity": severity,
-        "team": slo.owner.name,
-        "slo": slo.name,
-        "family": slo.family,
-        **extra_labels,
-    }
-    rule["annotations"] = {
+@dataclass(frozen=True)
+class AlertRule:
+    """One alerting rule, with what it means, so tests and runbooks need not re-parse the YAML."""
+
+    name: str
+    expr: str
+    for_ms: int
+    keep_firing_for_ms: int
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    kind: Literal["burn", "range", "no_data"]
+    burn: BurnAlert | None = None
+    band: Range | None = None
+    band_label: str = ""  # Normal | Critical
+    direction: str = ""  # Above | Below
+
+    def to_rule(self) -> dict[str, Any]:
+        rule: dict[str, Any] = {"alert": self.name, "expr": self.expr}
+        if self.for_ms:
+            rule["for"] = format_duration(self.for_ms)
+        if self.keep_firing_for_ms:
+            rule["keep_firing_for"] = format_duration(self.keep_firing_for_ms)
+        rule["labels"] = dict(self.labels)
+        rule["annotations"] = dict(self.annotations)
+        return rule
+
+
+def _labels(slo: SLO, severity: str, extra: dict[str, str]) -> dict[str, str]:
+    return {"severity": severity, "team": slo.owner.name, "slo": slo.name, "family": slo.family, **extra}
+
+
+def _annotations(model: Model, slo: SLO, name: str, summary: str, description: str) -> dict[str, str]:
+    return {
         "summary": summary,
         "description": description,
         "runbook_url": runbook_url(model, slo, name),
         "mitigation": _go_text(slo.mitigation.summary),
     }
-    return rule
 
 
-def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> dict[str, Any]:
+def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
     objective = slo.objective
     assert objective is not None
     threshold = go_float(clean(burn.factor * objective.budget))
@@ -307,22 +306,21 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> dict[str, Any]:
         f"(threshold {_format_value(slo, burn.factor * objective.budget)}). At this rate the whole {period} "
         f"budget is gone in {exhaustion}."
     )
+    name = f"{slo.alert_name}ErrorBudgetBurn"
     labels = {"long_window": long_w, "short_window": short_w, "burn_factor": go_float(burn.factor)}
-    return _alert(
-        model,
-        slo,
-        f"{slo.alert_name}ErrorBudgetBurn",
-        expr,
-        burn.for_ms,
-        burn.keep_firing_for_ms,
-        burn.severity,
-        labels,
-        summary,
-        description,
+    return AlertRule(
+        name=name,
+        expr=expr,
+        for_ms=burn.for_ms,
+        keep_firing_for_ms=burn.keep_firing_for_ms,
+        labels=_labels(slo, burn.severity, labels),
+        annotations=_annotations(model, slo, name, summary, description),
+        kind="burn",
+        burn=burn,
     )
 
 
-def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[dict[str, Any]]:
+def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[AlertRule]:
     rules = []
     now = series.value(slo)
     rel = band.relative
@@ -368,23 +366,23 @@ def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[dict[
             f"({'; '.join(bounds)}) for at least {persistence}.{reason}"
         )
         rules.append(
-            _alert(
-                model,
-                slo,
-                name,
-                expr,
-                band.for_ms,
-                band.keep_firing_for_ms,
-                band.severity,
-                {},
-                summary,
-                description,
+            AlertRule(
+                name=name,
+                expr=expr,
+                for_ms=band.for_ms,
+                keep_firing_for_ms=band.keep_firing_for_ms,
+                labels=_labels(slo, band.severity, {}),
+                annotations=_annotations(model, slo, name, summary, description),
+                kind="range",
+                band=band,
+                band_label=label,
+                direction=direction,
             )
         )
     return rules
 
 
-def _no_data_alert(model: Model, slo: SLO) -> dict[str, Any]:
+def _no_data_alert(model: Model, slo: SLO) -> AlertRule:
     presence = series.recorded(series.presence_series(slo), slo)
     wait = format_duration(slo.no_data.for_ms)
     summary = f"{slo.name}: no SLI data for {wait}"
@@ -393,22 +391,20 @@ def _no_data_alert(model: Model, slo: SLO) -> dict[str, Any]:
         f"No series feed the {slo.name} SLI for {wait}: every alert of this spec is blind. Check the scrape "
         f"targets and whether a metric was renamed by an upgrade{versions}."
     )
-    return _alert(
-        model,
-        slo,
-        f"{slo.alert_name}NoData",
-        f"absent({presence})",
-        slo.no_data.for_ms,
-        0,
-        slo.no_data.severity,
-        {},
-        summary,
-        _go_text(description),
+    name = f"{slo.alert_name}NoData"
+    return AlertRule(
+        name=name,
+        expr=f"absent({presence})",
+        for_ms=slo.no_data.for_ms,
+        keep_firing_for_ms=0,
+        labels=_labels(slo, slo.no_data.severity, {}),
+        annotations=_annotations(model, slo, name, summary, _go_text(description)),
+        kind="no_data",
     )
 
 
-def alerting_rules(model: Model, slo: SLO) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = []
+def alert_rules(model: Model, slo: SLO) -> list[AlertRule]:
+    rules: list[AlertRule] = []
     if slo.objective is not None:
         rules.extend(_burn_alert(model, slo, burn) for burn in slo.objective.burn_alerts)
     if slo.normal_range is not None:
@@ -424,7 +420,7 @@ def rule_group(model: Model, slo: SLO) -> dict[str, Any]:
     return {
         "name": f"slo-{slo.name}",
         "interval": format_duration(model.project.evaluation_interval_ms),
-        "rules": [*recording_rules(slo), *alerting_rules(model, slo)],
+        "rules": [*recording_rules(slo), *(rule.to_rule() for rule in alert_rules(model, slo))],
     }
 
 

@@ -1,0 +1,441 @@
+"""Raw synthetic input series that make a spec's SLI follow a given timeline.
+
+A generated test states what the SLI does (an error ratio, a gauge value, a share of
+units in the bad state) minute by minute, per slice; this module works out which raw
+series, with which labels and values, produce exactly that through the spec's own
+selectors and expressions:
+
+- label values are synthesised to satisfy every matcher (``compiler.synth``);
+- ratio and latency SLIs solve the few counters they read for the wanted bad share,
+  taking into account which selector matches which series;
+- gauge and state expressions are driven through a small steady-state evaluator
+  (``compiler.minieval``): one input is scaled, the others held at values that keep the
+  expression linear in it (or, for states, equal to it);
+- quantiles place all observations in one bucket, so only bucket-interpolated values are
+  reachable (``achievable`` says which).
+
+When no input can be derived the spec is reported: every alert must be provable.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from compiler import minieval, promql, synth
+from compiler.buckets import go_float
+from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
+from compiler.promql import Matcher
+from compiler.timeline import Timeline, render_counter, render_gauge
+
+STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
+CALM_STATE_UNITS = 4  # the calm slice only needs to exist
+SLICE_NAMES = ("a", "b")
+
+# value, rate (events/s), unit index, units -> gauge value or counter slope (per second)
+Coefficient = Callable[[float, float, int, int], float]
+
+
+class InputError(ValueError):
+    """No synthetic input can drive this SLI; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Template:
+    labels: dict[str, str]
+    counter: bool
+    coefficient: Coefficient
+    unit: int  # index of the unit this series belongs to (0 when there is one per slice)
+
+
+def _name_matcher(name: str | None) -> tuple[Matcher, ...]:
+    return (Matcher("__name__", "=", name),) if name else ()
+
+
+def _on_label(label: str, matchers: Sequence[Matcher]) -> list[Matcher]:
+    return [m for m in matchers if m.name == label]
+
+
+def _series_text(labels: Mapping[str, str]) -> str:
+    name = labels.get("__name__")
+    rest = [Matcher(key, "=", value) for key, value in sorted(labels.items()) if key != "__name__"]
+    return promql.render_selector(name, rest)
+
+
+def _fmt(value: float) -> float:
+    """Round away binary noise so promtool input stays readable and exact."""
+    return float(f"{value:.12g}")
+
+
+class Inputs:
+    """Synthetic raw inputs for one spec: slice ``a`` is driven by tests, ``b`` stays calm."""
+
+    def __init__(self, slo: SLO, scenario_slice: Mapping[str, str] | None = None) -> None:
+        self.slo = slo
+        self.sli = slo.sli
+        self.slices = SLICE_NAMES if slo.slice.by else SLICE_NAMES[:1]
+        self.units = STATE_UNITS if isinstance(self.sli, StateSLI) else 1
+        self.calm_units = CALM_STATE_UNITS if isinstance(self.sli, StateSLI) else 1
+        self.onset, self.settle = self._timing()
+        self._slice_values: dict[str, dict[str, str]] = {}
+        taken: dict[str, set[str]] = {}
+        for index, name in enumerate(self.slices):
+            given = dict(scenario_slice or {}) if name == "a" else {}
+            self._slice_values[name] = self._choose_slice_values(index, given, taken)
+            for label, value in self._slice_values[name].items():
+                taken.setdefault(label, set()).add(value)
+        self._templates = {name: self._build(name, index) for index, name in enumerate(self.slices)}
+
+    # -- what tests need to know --------------------------------------------------------
+
+    def alert_labels(self, slice_name: str) -> dict[str, str]:
+        """The slice labels every alert of this slice carries."""
+        return {label: self._slice_values[slice_name][label] for label in self.slo.slice.by}
+
+    def achievable(self, wanted: float, *, above: float | None = None, below: float | None = None) -> float | None:
+        """The reachable value closest to ``wanted`` that lies strictly above ``above`` and at most ``below``."""
+        fitting = [
+            c
+            for c in self._reachable(wanted)
+            if (above is None or c > above) and (below is None or c <= below) and (c >= 0 or self._signed)
+        ]
+        return min(fitting, key=lambda c: (abs(c - wanted), c)) if fitting else None
+
+    @property
+    def _signed(self) -> bool:
+        return isinstance(self.sli, GaugeSLI)
+
+    def _reachable(self, wanted: float) -> list[float]:
+        if isinstance(self.sli, StateSLI):
+            return [k / self.units for k in range(self.units + 1)]
+        if isinstance(self.sli, QuantileSLI):
+            return [value for value, _ in self._quantile_buckets()]
+        if isinstance(self.sli, RatioSLI | LatencySLI):
+            return [min(1.0, max(0.0, _fmt(wanted)))]
+        return [_fmt(wanted)]
+
+    def input_series(self, timelines: Mapping[str, Timeline]) -> list[dict[str, str]]:
+        """promtool ``input_series`` for the given per-slice timelines (a missing slice has no series)."""
+        entries: list[dict[str, str]] = []
+        for name in self.slices:
+            timeline = timelines.get(name)
+            if timeline is None:
+                continue
+            for template in self._templates[name]:
+                samples: list[float | None] = []
+                for value, rate in zip(timeline.values, timeline.rates, strict=True):
+                    if value is None:
+                        samples.append(None)
+                        continue
+                    units = self.units if name == "a" else self.calm_units
+                    slope_or_value = template.coefficient(value, rate, template.unit, units)
+                    samples.append(_fmt(slope_or_value * 60.0 if template.counter else slope_or_value))
+                text = render_counter(samples) if template.counter else render_gauge(samples)
+                entries.append({"series": _series_text(template.labels), "values": text})
+        return entries
+
+    # -- timing -------------------------------------------------------------------------
+
+    def _timing(self) -> tuple[int, int]:
+        """(minute the recorded value first exists, minutes a change needs to show fully)."""
+        if isinstance(self.sli, StateSLI):
+            return 0, 0
+        if isinstance(self.sli, GaugeSLI):
+            ranges = promql.analyse(self.sli.expr).ranges_ms
+            longest = max(ranges, default=0)
+            return (1 if ranges else 0), math.ceil(longest / 60_000)
+        return 1, 5
+
+    # -- slice and unit labels ----------------------------------------------------------
+
+    def _slice_matchers(self, slice_index: int) -> list[Matcher]:
+        """Matchers that bind slice label values for this kind of SLI."""
+        sli = self.sli
+        found: list[Matcher] = list(self.slo.slice.matchers)
+        if isinstance(sli, RatioSLI):
+            for selector in (*sli.bad, *sli.good, *sli.total):
+                found.extend(selector.matchers)
+        elif isinstance(sli, LatencySLI):
+            found.extend(sli.matchers)
+            found.extend(sli.thresholds[slice_index % len(sli.thresholds)].when)
+        elif isinstance(sli, QuantileSLI):
+            found.extend(sli.matchers)
+        else:
+            for _, matchers in promql.analyse(sli.expr).selectors:
+                found.extend(matchers)
+        join = self.slo.slice.join
+        if join is not None:
+            found.extend(m for m in join.info.matchers if m.name in join.labels)
+        return found
+
+    def _choose_slice_values(self, index: int, given: dict[str, str], taken: Mapping[str, set[str]]) -> dict[str, str]:
+        """Readable values (``cluster-a``) that satisfy the selectors and differ between slices."""
+        matchers = self._slice_matchers(index)
+        values: dict[str, str] = {}
+        for label in self.slo.slice.by:
+            on_label = _on_label(label, matchers)
+            if label in given:
+                if not synth.satisfies(given[label], on_label):
+                    raise InputError(f"slice value {label}={given[label]!r} does not match the spec's selectors")
+                values[label] = given[label]
+                continue
+            prefer = f"{label.replace('_', '-')}-{SLICE_NAMES[index]}"
+            value = synth.label_value(label, on_label, prefer=prefer)
+            if value in taken.get(label, set()):
+                value = synth.label_value(label, on_label, index=index, prefer=prefer)
+            if value is None or value == "":
+                raise InputError(f"no value of slice label '{label}' satisfies every selector of the SLI")
+            values[label] = value
+        return values
+
+    def _unit_labels(self, slice_name: str, unit: int, extra: Sequence[str]) -> dict[str, str]:
+        """Labels that tell units (nodes, instances) apart and that joins match on."""
+        labels: dict[str, str] = {}
+        join = self.slo.slice.join
+        names = list(join.on) if join else []
+        names += [label for label in extra if label not in names]
+        for label in names:
+            if label in self.slo.slice.by:
+                continue
+            labels[label] = f"{label.replace('_', '-')}-{slice_name}-{unit}"
+        return labels
+
+    def _fixed(self, slice_name: str, unit: int, extra: Sequence[str] = ()) -> dict[str, str]:
+        join = self.slo.slice.join
+        joined = set(join.labels) if join else set()
+        fixed = {k: v for k, v in self._slice_values[slice_name].items() if k not in joined}
+        fixed.update(self._unit_labels(slice_name, unit, extra))
+        return fixed
+
+    def _labels_for(self, selector: Selector, fixed: Mapping[str, str], what: str) -> dict[str, str]:
+        matchers = (*_name_matcher(selector.metric), *selector.matchers)
+        labels = synth.series_labels(matchers, fixed)
+        if labels is None:
+            rendered = promql.render_selector(selector.metric, selector.matchers)
+            raise InputError(f"cannot synthesise a series for {what} {rendered} in slice {dict(fixed)}")
+        return labels
+
+    def _info_series(self, slice_name: str, unit: int, extra: Sequence[str] = ()) -> list[_Template]:
+        join = self.slo.slice.join
+        if join is None:
+            return []
+        fixed = {**self._unit_labels(slice_name, unit, extra)}
+        for label in (*join.on, *join.labels):
+            if label in self._slice_values[slice_name]:
+                fixed[label] = self._slice_values[slice_name][label]
+        labels = self._labels_for(join.info, fixed, "the join's info metric")
+        return [_Template(labels, False, lambda v, r, u, n: 1.0, unit)]
+
+    # -- per kind -----------------------------------------------------------------------
+
+    def _build(self, slice_name: str, index: int) -> list[_Template]:
+        sli = self.sli
+        if isinstance(sli, RatioSLI):
+            return self._ratio(slice_name, sli)
+        if isinstance(sli, LatencySLI):
+            return self._latency(slice_name, index, sli)
+        if isinstance(sli, QuantileSLI):
+            return self._quantile(slice_name, sli)
+        if isinstance(sli, StateSLI):
+            return self._state(slice_name, sli)
+        return self._gauge(slice_name, sli)
+
+    def _ratio(self, slice_name: str, sli: RatioSLI) -> list[_Template]:
+        fixed = self._fixed(slice_name, 0)
+        events = sli.bad or sli.good
+        event_labels = self._labels_for(events[0], fixed, "bad events" if sli.bad else "good events")
+        other_labels = None
+        for selector in sli.total:
+            for variant in range(4):
+                candidate = synth.series_labels((*_name_matcher(selector.metric), *selector.matchers), fixed, variant)
+                if candidate is None:
+                    continue
+                if not any(synth.matches(candidate, _full(s)) for s in events) and candidate != event_labels:
+                    other_labels = candidate
+                    break
+            if other_labels is not None:
+                break
+        if other_labels is None:
+            raise InputError("every synthetic total series is also a bad (or good) event: cannot set a ratio")
+
+        def count(labels: Mapping[str, str], selectors: Sequence[Selector]) -> int:
+            return sum(1 for s in selectors if synth.matches(labels, _full(s)))
+
+        in_total_e, in_total_o = count(event_labels, sli.total), count(other_labels, sli.total)
+        in_events_e = count(event_labels, events)
+        if in_events_e == 0 or in_total_o == 0:
+            raise InputError("the synthetic series do not reach the SLI's selectors")
+        bad_form = bool(sli.bad)
+
+        def event_rate(value: float, rate: float, unit: int, units: int) -> float:
+            share = value if bad_form else 1.0 - value
+            return share * rate / in_events_e
+
+        def other_rate(value: float, rate: float, unit: int, units: int) -> float:
+            return max(0.0, (rate - in_total_e * event_rate(value, rate, unit, units)) / in_total_o)
+
+        if in_total_e and in_total_e / in_events_e > 1:
+            raise InputError("a bad-event series is counted more than once in the total")
+        return [
+            _Template(event_labels, True, event_rate, 0),
+            _Template(other_labels, True, other_rate, 0),
+            *self._info_series(slice_name, 0),
+        ]
+
+    def _latency(self, slice_name: str, index: int, sli: LatencySLI) -> list[_Template]:
+        fixed = self._fixed(slice_name, 0)
+        threshold = sli.thresholds[index % len(sli.thresholds)]
+        base = Selector(f"{sli.histogram}_count", (*sli.matchers, *threshold.when))
+        count_labels = self._labels_for(base, fixed, "the histogram")
+        bucket_labels = {**count_labels, "__name__": f"{sli.histogram}_bucket", "le": go_float(threshold.le)}
+        inf_labels = {**bucket_labels, "le": "+Inf"}
+        templates = [
+            _Template(count_labels, True, lambda v, r, u, n: r, 0),
+            _Template(bucket_labels, True, lambda v, r, u, n: (1.0 - v) * r, 0),
+            _Template(inf_labels, True, lambda v, r, u, n: r, 0),
+        ]
+        for selector in sli.total:
+            labels = self._labels_for(selector, fixed, "total events")
+            if any(synth.matches(labels, _full(e)) for e in sli.errors):
+                raise InputError("the synthetic total series also matches the errors selector")
+            templates.append(_Template(labels, True, lambda v, r, u, n: r, 0))
+            break
+        for selector in sli.errors:
+            labels = self._labels_for(selector, fixed, "error events")
+            templates.append(_Template(labels, True, lambda v, r, u, n: 0.0, 0))
+            break
+        return [*templates, *self._info_series(slice_name, 0)]
+
+    def _quantile_buckets(self) -> list[tuple[float, int]]:
+        """(the quantile's value, index of the bucket holding every observation), ``len(edges)`` for +Inf."""
+        sli = self.sli
+        assert isinstance(sli, QuantileSLI)
+        result = []
+        lower = 0.0
+        for index, edge in enumerate(sli.buckets):
+            start = lower if index else (0.0 if edge > 0 else edge)
+            result.append((start + (edge - start) * sli.quantile, index))
+            lower = edge
+        result.append((sli.buckets[-1], len(sli.buckets)))
+        return result
+
+    def _quantile(self, slice_name: str, sli: QuantileSLI) -> list[_Template]:
+        fixed = self._fixed(slice_name, 0)
+        base = self._labels_for(Selector(f"{sli.histogram}_bucket", sli.matchers), fixed, "the histogram")
+        buckets = self._quantile_buckets()
+
+        def holder(value: float) -> int:
+            return min(buckets, key=lambda b: abs(b[0] - value))[1]
+
+        templates = []
+        for index, edge in enumerate([*sli.buckets, math.inf]):
+            labels = {**base, "le": "+Inf" if edge == math.inf else go_float(edge)}
+
+            def slope(v: float, r: float, u: int, n: int, index: int = index) -> float:
+                return 1.0 if index >= holder(v) else 0.0
+
+            templates.append(_Template(labels, True, slope, 0))
+        return [*templates, *self._info_series(slice_name, 0)]
+
+    def _expr_series(self, slice_name: str, unit: int, expr: str) -> tuple[list[dict[str, str]], list[bool]]:
+        counters = {(name, matchers) for name, matchers in promql.counter_selectors(expr)}
+        selectors = list(dict.fromkeys(promql.analyse(expr).selectors))
+        on_labels = promql.matching_labels(expr)
+        fixed = self._fixed(slice_name, unit, on_labels)
+        labels = [
+            self._labels_for(Selector(name, matchers), fixed, "the expression's input") for name, matchers in selectors
+        ]
+        return labels, [(name, matchers) in counters for name, matchers in selectors]
+
+    def _solve(
+        self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool
+    ) -> tuple[int, list[float], float]:
+        """(driver index, values of the other inputs, scale) that make ``expr`` follow the driver."""
+
+        def value_of(values: Sequence[float]) -> float | None:
+            series = [
+                minieval.Series(lab, val, counter) for lab, val, counter in zip(labels, values, counters, strict=True)
+            ]
+            try:
+                result = minieval.evaluate(expr, series)
+            except minieval.Unsupported as exc:
+                raise InputError(f"cannot derive test inputs: {exc}") from exc
+            if isinstance(result, float):
+                return result
+            if len(result) != 1:
+                return None
+            return result[0][1]
+
+        for driver in range(len(labels)):
+            others = [i for i in range(len(labels)) if i != driver]
+            for defaults in itertools.product((1.0, 0.0, 2.0), repeat=len(others)):
+
+                def at(
+                    x: float,
+                    defaults: tuple[float, ...] = defaults,
+                    driver: int = driver,
+                    others: list[int] = others,
+                ) -> float | None:
+                    values = [0.0] * len(labels)
+                    for i, d in zip(others, defaults, strict=True):
+                        values[i] = d
+                    values[driver] = x
+                    return value_of(values)
+
+                if state:
+                    if at(1.0) == 1.0 and at(0.0) == 0.0:
+                        return driver, list(defaults), 1.0
+                    continue
+                one, two, half = at(1.0), at(2.0), at(0.5)
+                if one is None or two is None or half is None or one == 0 or not math.isfinite(one):
+                    continue
+                if math.isclose(two, 2 * one, rel_tol=1e-9) and math.isclose(half, 0.5 * one, rel_tol=1e-9):
+                    return driver, list(defaults), 1.0 / one
+        kind = "follows one input as 0/1" if state else "is proportional to one input"
+        raise InputError(f"cannot derive test inputs: no assignment makes the expression one that {kind}")
+
+    def _driven(self, slice_name: str, expr: str, state: bool) -> list[_Template]:
+        templates: list[_Template] = []
+        solution: tuple[int, list[float], float] | None = None
+        for unit in range(self.units if slice_name == "a" else self.calm_units):
+            labels, counters = self._expr_series(slice_name, unit, expr)
+            if solution is None:
+                solution = self._solve(expr, labels, counters, state)
+            driver, defaults, scale = solution
+            others = iter(defaults)
+            for index, (series_labels, counter) in enumerate(zip(labels, counters, strict=True)):
+                if index == driver:
+                    if state:
+                        coefficient: Coefficient = _state_coefficient
+                    else:
+                        coefficient = _scaled(scale)
+                else:
+                    coefficient = _constant(next(others))
+                templates.append(_Template(series_labels, counter, coefficient, unit))
+            templates.extend(self._info_series(slice_name, unit, promql.matching_labels(expr)))
+        return templates
+
+    def _state(self, slice_name: str, sli: StateSLI) -> list[_Template]:
+        return self._driven(slice_name, sli.expr, state=True)
+
+    def _gauge(self, slice_name: str, sli: GaugeSLI) -> list[_Template]:
+        return self._driven(slice_name, sli.expr, state=False)
+
+
+def _full(selector: Selector) -> tuple[Matcher, ...]:
+    return (*_name_matcher(selector.metric), *selector.matchers)
+
+
+def _state_coefficient(value: float, rate: float, unit: int, units: int) -> float:
+    """Units 0..k-1 are in the bad state (0), the rest good (1), for a bad share of k/units."""
+    return 0.0 if unit < round(value * units) else 1.0
+
+
+def _scaled(scale: float) -> Coefficient:
+    return lambda value, rate, unit, units: value * scale
+
+
+def _constant(constant: float) -> Coefficient:
+    return lambda value, rate, unit, units: constant

@@ -1,0 +1,238 @@
+"""SLI-level timelines for generated tests, and what the recorded windows make of them.
+
+A timeline holds, for each minute of a synthetic test, the SLI's value (a gauge value,
+or the share of bad events) and, for event SLIs, the event rate. ``compiler.inputs``
+turns it into raw promtool input series; this module also simulates the recorded 5m
+series and the window averages built on them, so the generator can say when a short
+window clears after an incident (the only timing that is not exact by construction).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from compiler.model import Segment
+
+MINUTE = 60_000
+DEFAULT_RATE = 10.0  # events per second in synthetic ratio and latency inputs
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """``values[m]`` holds during the minute ending at ``m`` (and is the sample at ``m``).
+
+    For counters, minute ``m``'s increment is ``60 * rate * share``; ``values[0]`` is the
+    first sample. ``None`` is a missing scrape.
+    """
+
+    values: tuple[float | None, ...]
+    rates: tuple[float, ...]
+
+    @property
+    def minutes(self) -> int:
+        return len(self.values) - 1
+
+    @staticmethod
+    def constant(value: float | None, minutes: int, rate: float = DEFAULT_RATE) -> Timeline:
+        return Timeline((value,) * (minutes + 1), (rate,) * (minutes + 1))
+
+    def then(self, value: float | None, minutes: int, rate: float | None = None) -> Timeline:
+        """Continue with ``value`` held for ``minutes`` more minutes."""
+        return Timeline(
+            self.values + (value,) * minutes,
+            self.rates + (self.rates[-1] if rate is None else rate,) * minutes,
+        )
+
+    @staticmethod
+    def from_segments(segments: Sequence[Segment], rate: float = DEFAULT_RATE) -> Timeline:
+        values: list[float | None] = []
+        rates: list[float] = []
+        previous: float | None = None
+        for index, segment in enumerate(segments):
+            count = segment.minutes + (1 if index == 0 else 0)
+            seg_rate = segment.rate if segment.rate is not None else (rates[-1] if rates else rate)
+            for step in range(1, count + 1):
+                if segment.gap:
+                    values.append(None)
+                elif segment.ramp and previous is not None and segment.value is not None:
+                    values.append(previous + (segment.value - previous) * step / segment.minutes)
+                else:
+                    values.append(segment.value)
+                rates.append(seg_rate)
+            if not segment.gap:
+                previous = segment.value
+        return Timeline(tuple(values), tuple(rates))
+
+
+def _counter(increments: Sequence[float | None]) -> list[float | None]:
+    """Cumulative counter samples for per-minute increments (None: no sample that minute)."""
+    total = 0.0
+    started = False
+    samples: list[float | None] = []
+    for increment in increments:
+        if increment is None:
+            samples.append(None)
+            continue
+        if started:
+            total += increment
+        started = True
+        samples.append(total)
+    return samples
+
+
+def _rate5m(samples: Sequence[float | None], minute: int) -> float | None:
+    """Prometheus 2 ``rate(x[5m])`` at ``minute`` for a counter sampled every minute from 0.
+
+    Range selection includes both ends; a counter starting at 0 is not extrapolated before
+    its first sample, and with samples at both ends there is nothing to extrapolate.
+    """
+    window = [
+        (m, samples[m]) for m in range(max(0, minute - 5), minute + 1) if m < len(samples) and samples[m] is not None
+    ]
+    if len(window) < 2:
+        return None
+    (first_m, first), (last_m, last) = window[0], window[-1]
+    assert first is not None and last is not None
+    sampled = (last_m - first_m) * 60.0
+    start_gap = (first_m - (minute - 5)) * 60.0
+    end_gap = (minute - last_m) * 60.0
+    average = sampled / (len(window) - 1)
+    zero = sampled * (first / (last - first)) if last > first and first >= 0 else math.inf
+    start_gap = min(start_gap, zero)
+    interval = sampled
+    interval += start_gap if start_gap < average * 1.1 else average / 2
+    interval += end_gap if end_gap < average * 1.1 else average / 2
+    return (last - first) * (interval / sampled) / 300.0
+
+
+def _rates5m(samples: Sequence[float | None]) -> tuple[float | None, ...]:
+    """``rate(x[5m])`` at every minute; the common case (no gap in the window) is a plain difference."""
+    missing = [0]
+    for sample in samples:
+        missing.append(missing[-1] + (sample is None))
+    rates: list[float | None] = []
+    for minute, last in enumerate(samples):
+        first = samples[minute - 5] if minute >= 5 else None
+        if last is not None and first is not None and missing[minute + 1] == missing[minute - 5]:
+            rates.append((last - first) / 300.0)
+        else:
+            rates.append(_rate5m(samples, minute))
+    return tuple(rates)
+
+
+@dataclass(frozen=True)
+class EventSeries:
+    """The recorded per-minute bad and total series an event SLI produces for a timeline."""
+
+    bad: tuple[float | None, ...]
+    total: tuple[float | None, ...]
+
+    @staticmethod
+    def from_counters(timeline: Timeline) -> EventSeries:
+        bad_inc = [None if v is None else 60.0 * r * v for v, r in zip(timeline.values, timeline.rates, strict=True)]
+        total_inc = [None if v is None else 60.0 * r for v, r in zip(timeline.values, timeline.rates, strict=True)]
+        return EventSeries(_rates5m(_counter(bad_inc)), _rates5m(_counter(total_inc)))
+
+    @staticmethod
+    def from_states(timeline: Timeline, units: int) -> EventSeries:
+        """A state SLI: bad units and all units, sampled each minute."""
+        bad = tuple(None if v is None else float(round(v * units)) for v in timeline.values)
+        total = tuple(None if v is None else float(units) for v in timeline.values)
+        return EventSeries(bad, total)
+
+    def window_ratio(self, window_minutes: int, minute: int) -> float | None:
+        """avg_over_time(bad[W]) / avg_over_time(total[W]) at ``minute`` (both ends included)."""
+        bad_sums, total_sums, counts = self._prefix
+        lo = max(0, minute - window_minutes)
+        if counts[minute + 1] - counts[lo] == 0:
+            return None
+        total = total_sums[minute + 1] - total_sums[lo]
+        return None if total == 0 else (bad_sums[minute + 1] - bad_sums[lo]) / total
+
+    @cached_property
+    def _prefix(self) -> tuple[list[float], list[float], list[int]]:
+        """Running sums, so each window costs O(1) instead of O(window)."""
+        bad_sums, total_sums, counts = [0.0], [0.0], [0]
+        for bad, total in zip(self.bad, self.total, strict=True):
+            present = bad is not None and total is not None
+            bad_sums.append(bad_sums[-1] + (bad or 0.0 if present else 0.0))
+            total_sums.append(total_sums[-1] + (total or 0.0 if present else 0.0))
+            counts.append(counts[-1] + (1 if present else 0))
+        return bad_sums, total_sums, counts
+
+    def clears_at(self, window_minutes: int, threshold: float, after: int) -> int | None:
+        """The first minute after ``after`` at which the window ratio is no longer above ``threshold``."""
+        for minute in range(after + 1, len(self.bad)):
+            ratio = self.window_ratio(window_minutes, minute)
+            if ratio is None or not ratio > threshold:
+                return minute
+        return None
+
+
+def _format(value: float) -> str:
+    text = repr(float(value))
+    return text[:-2] if text.endswith(".0") else text
+
+
+def render_counter(increments: Sequence[float | None]) -> str:
+    """promtool expanding notation for a counter: ``start+step x count`` runs; ``_`` for gaps.
+
+    promtool expands ``a+bxn`` by repeated addition, so the running total here is kept the
+    same way: a run that restarts from a rounded total would look like a counter reset.
+    """
+    parts: list[str] = []
+    total = 0.0
+    index = 0
+    first = True
+    while index < len(increments):
+        increment = increments[index]
+        if increment is None:
+            end = index
+            while end < len(increments) and increments[end] is None:
+                end += 1
+            parts.append(f"_x{end - index}")
+            index = end
+            continue
+        end = index + 1
+        while end < len(increments) and increments[end] is not None and increments[end] == increment:
+            end += 1
+        count = end - index - 1
+        start = 0.0 if first else total + increment
+        step = increment if (count and (not first or count)) else 0.0
+        value = start
+        for _ in range(count):
+            value += step
+        total = value
+        parts.append(_run(start, step, count))
+        first = False
+        index = end
+    return " ".join(parts)
+
+
+def _run(start: float, step: float, count: int) -> str:
+    if count == 0:
+        return _format(start)
+    if step == 0:
+        return f"{_format(start)}x{count}"
+    sign = "+" if step > 0 else "-"
+    return f"{_format(start)}{sign}{_format(abs(step))}x{count}"
+
+
+def render_gauge(values: Sequence[float | None]) -> str:
+    """promtool expanding notation for a gauge: ``value x count`` runs; ``_`` for gaps."""
+    parts: list[str] = []
+    index = 0
+    while index < len(values):
+        value = values[index]
+        end = index + 1
+        while end < len(values) and values[end] == value:
+            end += 1
+        if value is None:
+            parts.append(f"_x{end - index}")
+        else:
+            parts.append(_run(value, 0.0, end - index - 1))
+        index = end
+    return " ".join(parts)
