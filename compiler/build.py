@@ -22,6 +22,7 @@ from compiler.model import (
     SLO,
     BurnAlert,
     Expectation,
+    Explains,
     GaugeSLI,
     Join,
     LatencySLI,
@@ -45,13 +46,13 @@ from compiler.model import (
     Unit,
 )
 from compiler.promql import Matcher, PromQLError
+from compiler.registry import build_project, build_teams
 from compiler.validate import _suggest, validate_document
 
 MINUTE = 60_000
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
-DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"
 RESERVED_LABELS = frozenset(
     {"slo", "team", "family", "severity", "alertname", "long_window", "short_window", "le", "__name__"}
 )
@@ -270,9 +271,15 @@ class _SpecBuilder:
                 steps=tuple(step.strip() for step in mitigation["steps"]),
                 stop_conditions=tuple(step.strip() for step in mitigation["stop_conditions"]),
                 escalation=mitigation["escalation"].strip(),
+                automation=mitigation.get("automation"),
             ),
             see_also=tuple(data.get("see_also", [])),
             scenarios=scenarios,
+            mode=data.get("mode", "live"),
+            explains=tuple(
+                Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
+                for item in data.get("explains", [])
+            ),
             source=self.doc.path,
             position=self.doc.key_position(("sli",)),
             spec_hash=self.doc.content_hash[:16],
@@ -694,49 +701,8 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         if kind is not None:
             by_kind[kind].append(document)
 
-    teams: dict[str, Team] = {}
-    team_positions: dict[str, str] = {}
-    # Teams are registered from every Owners document, even one with schema errors elsewhere,
-    # so a typo in one team does not also report every spec of every other team.
-    owner_documents = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Owners"]
-    for document in owner_documents:
-        raw_teams = document.data.get("teams")
-        for index, raw in enumerate(raw_teams if isinstance(raw_teams, list) else []):
-            name = raw.get("name") if isinstance(raw, dict) else None
-            if not isinstance(name, str):
-                continue
-            if name in teams:
-                diagnostics.error(
-                    document.position(("teams", index, "name")),
-                    f"duplicate team '{name}' (first defined at {team_positions[name]})",
-                )
-                continue
-            escalation = raw.get("escalation")
-            teams[name] = Team(
-                name,
-                str(raw.get("contact", "")),
-                tuple(str(e) for e in escalation) if isinstance(escalation, list) else (),
-            )
-            team_positions[name] = str(document.position(("teams", index, "name")))
-
-    project = Project(runbook_base_url=DEFAULT_RUNBOOK_BASE, evaluation_interval_ms=MINUTE)
-    if len(by_kind["Project"]) > 1:
-        for document in by_kind["Project"][1:]:
-            diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
-    if by_kind["Project"]:
-        document = by_kind["Project"][0]
-        data = document.data
-        interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
-        if interval is None or interval <= 0 or interval > 5 * MINUTE:
-            diagnostics.error(
-                document.position(("evaluation_interval",)),
-                "evaluation_interval must be a duration from 1s to 5m",
-            )
-            interval = MINUTE
-        project = Project(
-            runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
-            evaluation_interval_ms=interval,
-        )
+    project = build_project(documents, diagnostics)
+    teams = build_teams(documents, project, diagnostics)
 
     slos: dict[str, SLO] = {}
     seen: dict[str, str] = {}
@@ -751,6 +717,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         slo = _SpecBuilder(document, teams, diagnostics).build()
         if slo is not None:
             slos[name] = slo
+    _check_links(by_kind["SLO"], slos, project, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():
         if slo.alert_name in alert_owners:
@@ -766,6 +733,39 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
         slos=tuple(slos[name] for name in sorted(slos)),
     )
+
+
+def _check_links(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:
+    """Cross-spec references: what a spec explains, and the automation it names."""
+    automations = {a.name for a in project.automations}
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        if slo.mitigation.automation is not None and slo.mitigation.automation not in automations:
+            hint = _suggest(slo.mitigation.automation, sorted(automations))
+            known = ", ".join(sorted(automations)) or "none in the project"
+            diagnostics.error(
+                document.position(("mitigation", "automation")),
+                f"unknown automation '{slo.mitigation.automation}' ({known}){hint}",
+            )
+        for index, explains in enumerate(slo.explains):
+            key: PathKey = ("explains", index)
+            target = slos.get(explains.slo)
+            if explains.slo == slo.name:
+                diagnostics.error(document.position((*key, "slo")), "a spec cannot explain itself")
+                continue
+            if target is None:
+                hint = _suggest(explains.slo, sorted(slos))
+                diagnostics.error(document.position((*key, "slo")), f"explains unknown spec '{explains.slo}'{hint}")
+                continue
+            for position, label in enumerate(explains.equal):
+                missing = [s.name for s in (slo, target) if label not in s.slice.by]
+                if missing:
+                    diagnostics.error(
+                        document.position((*key, "equal", position)),
+                        f"'{label}' is not a slice label of {' and '.join(missing)}, so alerts cannot be matched on it",
+                    )
 
 
 def _position_of(documents: list[Document], name: str) -> Any:

@@ -30,11 +30,44 @@ class Selector:
     matchers: tuple[Matcher, ...]
 
 
+ReceiverKind = Literal["pagerduty", "slack", "email", "webhook", "opsgenie"]
+Channel = Literal["page", "ticket", "info", "shadow"]
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """One notification integration; secrets are only ever file paths."""
+
+    kind: ReceiverKind
+    settings: tuple[tuple[str, str | int], ...]
+
+    def get(self, key: str) -> str | int | None:
+        return dict(self.settings).get(key)
+
+
+@dataclass(frozen=True)
+class Timing:
+    group_wait_ms: int
+    group_interval_ms: int
+    repeat_interval_ms: int
+
+
 @dataclass(frozen=True)
 class Team:
     name: str
     contact: str
     escalation: tuple[str, ...]
+    # page, ticket, info and shadow; info falls back to ticket, shadow to no integration at all
+    receivers: tuple[tuple[Channel, tuple[Receiver, ...]], ...] = ()
+    timing: tuple[tuple[Severity, Timing], ...] = ()
+
+    def receivers_for(self, channel: Channel) -> tuple[Receiver, ...]:
+        found = dict(self.receivers)
+        if channel in found:
+            return found[channel]
+        if channel == "info":
+            return found.get("ticket", ())
+        return ()
 
 
 @dataclass(frozen=True)
@@ -160,6 +193,16 @@ class Mitigation:
     steps: tuple[str, ...]
     stop_conditions: tuple[str, ...]
     escalation: str
+    automation: str | None = None  # a project automation webhook that runs it
+
+
+@dataclass(frozen=True)
+class Explains:
+    """While this spec alerts (at ``severity``), the ``slo`` spec's alerts with equal labels are inhibited."""
+
+    slo: str
+    equal: tuple[str, ...]
+    severity: Literal["page", "ticket", "any"]
 
 
 @dataclass(frozen=True)
@@ -211,6 +254,8 @@ class SLO:
     mitigation: Mitigation
     see_also: tuple[str, ...]
     scenarios: tuple[Scenario, ...]
+    mode: Literal["live", "shadow"]
+    explains: tuple[Explains, ...]
     source: str
     position: Position  # where the spec's SLI is written, for problems found by targets
     spec_hash: str
@@ -222,9 +267,41 @@ class SLO:
 
 
 @dataclass(frozen=True)
+class Automation:
+    name: str
+    url: str
+    credentials_file: str | None
+    description: str
+
+
+@dataclass(frozen=True)
+class Smtp:
+    smarthost: str
+    sender: str
+    auth_username: str | None
+    auth_password_file: str | None
+    require_tls: bool
+
+
+DEFAULT_TIMING: dict[str, Timing] = {
+    "page": Timing(30_000, 5 * 60_000, 4 * 3_600_000),
+    "ticket": Timing(5 * 60_000, 30 * 60_000, 24 * 3_600_000),
+    "info": Timing(10 * 60_000, 60 * 60_000, 7 * 24 * 3_600_000),
+}
+
+
+@dataclass(frozen=True)
 class Project:
     runbook_base_url: str
     evaluation_interval_ms: int
+    grafana_base_url: str = "https://grafana.example.com"
+    timing: tuple[tuple[Severity, Timing], ...] = tuple(DEFAULT_TIMING.items())  # type: ignore[arg-type]
+    resolve_timeout_ms: int = 5 * 60_000
+    smtp: Smtp | None = None
+    automations: tuple[Automation, ...] = ()
+
+    def timing_for(self, team: Team, severity: Severity) -> Timing:
+        return dict(team.timing).get(severity) or dict(self.timing)[severity]
 
 
 @dataclass(frozen=True)

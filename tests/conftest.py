@@ -32,8 +32,10 @@ kind: Owners
 teams:
   - name: platform-network
     contact: "#platform-network"
+    receivers: {page: [{pagerduty: {routing_key_file: /etc/am/pd}}], ticket: [{webhook: {url: "http://127.0.0.1:9/t"}}]}
   - name: platform-nodes
     contact: "#platform-nodes"
+    receivers: {page: [{pagerduty: {routing_key_file: /etc/am/pd}}], ticket: [{webhook: {url: "http://127.0.0.1:9/t"}}]}
 """
 
 PROJECT_YAML = """\

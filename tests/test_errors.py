@@ -286,14 +286,17 @@ def test_three_mistakes_in_three_files_reported_together_and_sorted(
 ) -> None:
     # Found in three different stages (owners, project, SLO), i.e. not in path order.
     with (spec_tree / "owners.yaml").open("a", encoding="utf-8") as owners:
-        owners.write('  - name: platform-network\n    contact: "#again"\n')
+        owners.write(
+            '  - name: platform-network\n    contact: "#again"\n'
+            "    receivers: {page: [{email: {to: a@b.c}}], ticket: [{email: {to: a@b.c}}]}\n"
+        )
     edit(spec_tree / "project.yaml", "evaluation_interval: 1m\n", "evaluation_interval: 10m\n")
     edit(slo_file, "    total: coredns_dns_responses_total\n", """    total: 'foo{job="a"'\n""")
     stderr = validate(run_cli, tmp_path, problems=3)
     found = diagnostics(stderr)
-    assert [line.split(": ", 1)[0] for line in found] == [f"{SLO}:13:12", f"{OWNERS}:8:11", f"{PROJECT}:4:22"]
+    assert [line.split(": ", 1)[0] for line in found] == [f"{SLO}:13:12", f"{OWNERS}:10:11", f"{PROJECT}:4:22"]
     assert found[0].startswith(f"{SLO}:13:12: invalid PromQL selector in sli.ratio.total")
-    assert found[1] == f"{OWNERS}:8:11: duplicate team 'platform-network' (first defined at {OWNERS}:4:11)"
+    assert found[1] == f"{OWNERS}:10:11: duplicate team 'platform-network' (first defined at {OWNERS}:4:11)"
     assert found[2] == f"{PROJECT}:4:22: evaluation_interval must be a duration from 1s to 5m"
 
 
@@ -303,7 +306,7 @@ def test_a_typo_in_one_team_does_not_orphan_the_specs_of_the_others(
     edit(spec_tree / "owners.yaml", '    contact: "#platform-nodes"\n', '    contcat: "#platform-nodes"\n')
     stderr = validate(run_cli, tmp_path)
     assert "unknown owner" not in stderr
-    assert message_at(stderr, f"{OWNERS}:7:5") == "unknown key 'contcat' in teams[1]; did you mean 'contact'?"
+    assert message_at(stderr, f"{OWNERS}:8:5") == "unknown key 'contcat' in teams[1]; did you mean 'contact'?"
 
 
 def test_an_expression_no_synthetic_input_can_drive_is_reported_at_the_sli(

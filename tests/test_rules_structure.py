@@ -69,7 +69,8 @@ def test_every_alert_carries_owner_labels_and_operator_annotations(path: Path) -
     for alert in alerts:
         assert set(alert["labels"]) >= REQUIRED_LABELS, alert["alert"]
         assert alert["labels"]["severity"] in {"page", "ticket", "info"}
-        assert set(alert["annotations"]) == REQUIRED_ANNOTATIONS, alert["alert"]
+        extra = {"mitigation_steps"} if "automation" in alert["labels"] else set()
+        assert set(alert["annotations"]) == REQUIRED_ANNOTATIONS | extra, alert["alert"]
         slo = alert["labels"]["slo"]
         assert alert["annotations"]["runbook_url"].endswith(f"/{slo}.md#{alert['alert'].lower()}")
         assert "{{ $value" in alert["annotations"]["description"] or alert["alert"].endswith("NoData")

@@ -272,16 +272,28 @@ class AlertRule:
 
 
 def _labels(slo: SLO, severity: str, extra: dict[str, str]) -> dict[str, str]:
-    return {"severity": severity, "team": slo.owner.name, "slo": slo.name, "family": slo.family, **extra}
+    """Routing labels. A shadow spec is marked so Alertmanager keeps it off paging receivers;
+    a live spec with an automated mitigation names its automation webhook."""
+    labels = {"severity": severity, "team": slo.owner.name, "slo": slo.name, "family": slo.family, **extra}
+    if slo.mode == "shadow":
+        labels["shadow"] = "true"
+    elif slo.mitigation.automation:
+        labels["automation"] = slo.mitigation.automation
+    return labels
 
 
 def _annotations(model: Model, slo: SLO, name: str, summary: str, description: str) -> dict[str, str]:
-    return {
+    annotations = {
         "summary": summary,
         "description": description,
         "runbook_url": runbook_url(model, slo, name),
         "mitigation": _go_text(slo.mitigation.summary),
     }
+    if slo.mitigation.automation and slo.mode == "live":
+        # The automation webhook gets the whole mitigation, in order, in the alert payload.
+        steps = "\n".join(f"{index}. {step}" for index, step in enumerate(slo.mitigation.steps, 1))
+        annotations["mitigation_steps"] = _go_text(steps)
+    return annotations
 
 
 def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:

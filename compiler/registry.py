@@ -1,0 +1,188 @@
+"""The owners registry and the project settings: who gets paged, how, and with what timing.
+
+Parsed from schema-valid ``Owners`` and ``Project`` documents. Teams are registered even
+from a document with problems elsewhere, so one typo does not also orphan every spec of
+every other team.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import promql
+from compiler.diagnostics import Diagnostics
+from compiler.load import Document, PathKey
+from compiler.model import (
+    DEFAULT_TIMING,
+    Automation,
+    Channel,
+    Project,
+    Receiver,
+    Severity,
+    Smtp,
+    Team,
+    Timing,
+)
+
+MINUTE = 60_000
+DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"
+DEFAULT_GRAFANA_BASE = "https://grafana.example.com"
+CHANNELS: tuple[Channel, ...] = ("page", "ticket", "info", "shadow")
+SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
+
+
+def _timing(document: Document, key: PathKey, raw: Any, default: Timing, diagnostics: Diagnostics) -> Timing:
+    if not isinstance(raw, dict):
+        return default
+    values = []
+    for field, fallback in (
+        ("group_wait", default.group_wait_ms),
+        ("group_interval", default.group_interval_ms),
+        ("repeat_interval", default.repeat_interval_ms),
+    ):
+        text = raw.get(field)
+        parsed = promql.parse_duration(str(text)) if text is not None else fallback
+        if parsed is None:
+            diagnostics.error(document.position((*key, field)), f"{field} is not a duration: {text!r}")
+            parsed = fallback
+        values.append(parsed)
+    timing = Timing(*values)
+    if timing.group_interval_ms <= 0 or timing.repeat_interval_ms < timing.group_interval_ms:
+        diagnostics.error(document.position(key), "repeat_interval must be at least group_interval, and both positive")
+    return timing
+
+
+def _receivers(raw: Any) -> tuple[tuple[Channel, tuple[Receiver, ...]], ...]:
+    if not isinstance(raw, dict):
+        return ()
+    result = []
+    for channel in CHANNELS:
+        entries = raw.get(channel)
+        if not isinstance(entries, list):
+            continue
+        receivers = []
+        for entry in entries:
+            if isinstance(entry, dict) and len(entry) == 1:
+                kind, settings = next(iter(entry.items()))
+                if isinstance(settings, dict):
+                    pairs = tuple(sorted((str(k), v) for k, v in settings.items() if isinstance(v, str | int)))
+                    receivers.append(Receiver(kind, pairs))
+        result.append((channel, tuple(receivers)))
+    return tuple(result)
+
+
+def build_teams(documents: list[Document], project: Project, diagnostics: Diagnostics) -> dict[str, Team]:
+    teams: dict[str, Team] = {}
+    positions: dict[str, str] = {}
+    for document in documents:
+        if not (isinstance(document.data, dict) and document.data.get("kind") == "Owners"):
+            continue
+        raw_teams = document.data.get("teams")
+        for index, raw in enumerate(raw_teams if isinstance(raw_teams, list) else []):
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if not isinstance(name, str):
+                continue
+            where = document.position(("teams", index, "name"))
+            if name in teams:
+                diagnostics.error(where, f"duplicate team '{name}' (first defined at {positions[name]})")
+                continue
+            escalation = raw.get("escalation")
+            timing_raw = raw.get("timing") if isinstance(raw.get("timing"), dict) else {}
+            timing = tuple(
+                (
+                    severity,
+                    _timing(
+                        document,
+                        ("teams", index, "timing", severity),
+                        timing_raw[severity],
+                        dict(project.timing)[severity],
+                        diagnostics,
+                    ),
+                )
+                for severity in SEVERITIES
+                if severity in timing_raw
+            )
+            receivers = _receivers(raw.get("receivers"))
+            if project.smtp is None:
+                for channel, entries in receivers:
+                    for position, receiver in enumerate(entries):
+                        if receiver.kind == "email":
+                            diagnostics.error(
+                                document.position(("teams", index, "receivers", channel, position)),
+                                "an email receiver needs the project's alertmanager.smtp settings",
+                            )
+            teams[name] = Team(
+                name,
+                str(raw.get("contact", "")),
+                tuple(str(e) for e in escalation) if isinstance(escalation, list) else (),
+                receivers,
+                timing,
+            )
+            positions[name] = str(where)
+    return teams
+
+
+def build_project(documents: list[Document], diagnostics: Diagnostics) -> Project:
+    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
+    for document in projects[1:]:
+        diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
+    if not projects:
+        return Project(runbook_base_url=DEFAULT_RUNBOOK_BASE, evaluation_interval_ms=MINUTE)
+    document = projects[0]
+    data = document.data
+    interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
+    if interval is None or interval <= 0 or interval > 5 * MINUTE:
+        diagnostics.error(
+            document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
+        )
+        interval = MINUTE
+    am_value = data.get("alertmanager")
+    am: dict[str, Any] = am_value if isinstance(am_value, dict) else {}
+    timing_value = am.get("timing")
+    timing_raw: dict[str, Any] = timing_value if isinstance(timing_value, dict) else {}
+    timing = tuple(
+        (
+            severity,
+            _timing(
+                document,
+                ("alertmanager", "timing", severity),
+                timing_raw.get(severity),
+                DEFAULT_TIMING[severity],
+                diagnostics,
+            ),
+        )
+        for severity in SEVERITIES
+    )
+    resolve = promql.parse_duration(str(am.get("resolve_timeout", "5m"))) or 5 * MINUTE
+    smtp = None
+    smtp_raw = am.get("smtp")
+    if isinstance(smtp_raw, dict) and "smarthost" in smtp_raw and "from" in smtp_raw:
+        smtp = Smtp(
+            smarthost=str(smtp_raw["smarthost"]),
+            sender=str(smtp_raw["from"]),
+            auth_username=smtp_raw.get("auth_username"),
+            auth_password_file=smtp_raw.get("auth_password_file"),
+            require_tls=bool(smtp_raw.get("require_tls", True)),
+        )
+    automations = []
+    seen: set[str] = set()
+    for index, raw in enumerate(data.get("automations", []) if isinstance(data.get("automations"), list) else []):
+        if not isinstance(raw, dict) or "name" not in raw or "url" not in raw:
+            continue
+        if raw["name"] in seen:
+            diagnostics.error(
+                document.position(("automations", index, "name")), f"duplicate automation '{raw['name']}'"
+            )
+        seen.add(raw["name"])
+        automations.append(
+            Automation(raw["name"], raw["url"], raw.get("credentials_file"), str(raw.get("description", "")))
+        )
+    return Project(
+        runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
+        evaluation_interval_ms=interval,
+        grafana_base_url=data.get("grafana_base_url", DEFAULT_GRAFANA_BASE),
+        timing=timing,
+        resolve_timeout_ms=resolve,
+        smtp=smtp,
+        automations=tuple(automations),
+    )
