@@ -15,6 +15,7 @@ from typing import Any, Literal
 from compiler import series
 from compiler.buckets import go_float
 from compiler.build import alert_names_for
+from compiler.links import runbook_url
 from compiler.model import (
     SLO,
     BurnAlert,
@@ -44,11 +45,6 @@ def alert_names(slo: SLO) -> list[str]:
     return alert_names_for(
         slo.alert_name, slo.objective is not None, slo.normal_range, slo.critical_range, slo.no_data.enabled
     )
-
-
-def runbook_url(model: Model, slo: SLO, alert: str) -> str:
-    """``<base>/<spec>.md#<alert name in lower case>``: the runbook target writes that heading."""
-    return f"{model.project.runbook_base_url}/{slo.name}.md#{alert.lower()}"
 
 
 def rules_path(slo: SLO) -> str:

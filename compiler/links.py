@@ -1,0 +1,48 @@
+"""Where generated artifacts point at each other: alerts to runbooks, runbooks to dashboards.
+
+One module owns every naming scheme so that a link written by one target always resolves
+to a file or heading written by another (tests check this over all of ``generated/``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from compiler.model import SLO, Model, Team
+
+RUNBOOKS_DIR = "runbooks"
+MAX_UID = 40  # Grafana's limit on dashboard uids
+
+
+def runbook_path(slo: SLO) -> str:
+    """Path of a spec's runbook inside ``generated/``."""
+    return f"{RUNBOOKS_DIR}/{slo.name}.md"
+
+
+def runbook_anchor(alert_name: str) -> str:
+    """The GitHub-style anchor of the runbook heading that is exactly the alert name."""
+    return alert_name.lower()
+
+
+def runbook_url(model: Model, slo: SLO, alert_name: str) -> str:
+    """``<runbook_base_url>/<spec>.md#<alert name in lower case>``."""
+    return f"{model.project.runbook_base_url}/{slo.name}.md#{runbook_anchor(alert_name)}"
+
+
+def _uid(text: str) -> str:
+    if len(text) <= MAX_UID:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+    return f"{text[: MAX_UID - 9]}-{digest}"
+
+
+def team_dashboard_uid(team: Team) -> str:
+    """Stable uid of a team's dashboard, derived from its name."""
+    return _uid(f"slo-team-{team.name}")
+
+
+OVERVIEW_DASHBOARD_UID = "slo-overview"
+
+
+def dashboard_url(model: Model, uid: str) -> str:
+    return f"{model.project.grafana_base_url}/d/{uid}"
