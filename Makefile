@@ -43,6 +43,17 @@ tools: ## install promtool, amtool, prometheus and alertmanager from Debian when
 	  fi; \
 	fi
 
+VMALERT := .cache/victoria-metrics/usr/bin/vmalert
+
+$(VMALERT): ## vmalert from Debian's victoria-metrics package, unpacked (not installed) for -dryRun checks
+	@mkdir -p .cache/deb
+	@if [ ! -f .cache/deb/victoria-metrics.deb ]; then \
+	  (cd .cache/deb && apt-get download victoria-metrics >/dev/null 2>&1 || (apt-get update -qq && apt-get download victoria-metrics >/dev/null)) \
+	  && mv .cache/deb/victoria-metrics_*.deb .cache/deb/victoria-metrics.deb; \
+	fi
+	dpkg -x .cache/deb/victoria-metrics.deb .cache/victoria-metrics
+	@test -x $(VMALERT)
+
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check compiler tests bench
 
@@ -52,7 +63,7 @@ typecheck: $(STAMP) ## mypy --strict
 promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every generated rule file
 	promtool check rules --lint=all --lint-fatal generated/prometheus/rules/*.yaml
 
-test: $(STAMP) tools ## the whole suite: lint, types, pytest (runs promtool on generated/)
+test: $(STAMP) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
 	$(MAKE) --no-print-directory lint typecheck
 	$(BIN)/pytest -q -n 2
 
@@ -60,4 +71,4 @@ bench: $(STAMP) ## compile 1,000 synthetic specs; print time per spec and the lo
 	$(PY) bench/bench_compile.py --specs 1000
 
 clean: ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

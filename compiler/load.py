@@ -31,7 +31,7 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
-MAX_NODES_PER_DOCUMENT = 200_000
+MAX_NODES_PER_DOCUMENT = 20_000  # a real spec has a few hundred; this stops alias bombs fast
 MAX_DEPTH = 64
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -179,8 +179,13 @@ def load_text(text: str, path: str, diagnostics: Diagnostics) -> list[Document]:
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = exc.problem or exc.context or "invalid YAML"
         diagnostics.error(Position(path, line, col), f"YAML syntax error: {problem}")
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        col = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(exc.character)
+        diagnostics.error(Position(path, line, col), f"YAML error: control character U+{code:04X} is not allowed")
     except yaml.YAMLError as exc:
-        diagnostics.error(Position(path, 1, 1), f"YAML error: {exc}")
+        diagnostics.error(Position(path, 1, 1), "YAML error: " + " ".join(str(exc).split()))
     except RecursionError:
         diagnostics.error(Position(path, 1, 1), f"document nests deeper than {MAX_DEPTH} levels")
     return documents

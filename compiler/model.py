@@ -291,6 +291,18 @@ DEFAULT_TIMING: dict[str, Timing] = {
 
 
 @dataclass(frozen=True)
+class RuleProfiles:
+    """Engine-specific rule outputs beyond plain Prometheus 2.42 rule files."""
+
+    operator_namespace: str | None = None
+    operator_labels: tuple[tuple[str, str], ...] = ()
+    thanos_partial_response: str | None = None  # warn | abort; None: no Thanos output
+    thanos: bool = False
+    mimir_tenant: str | None = None
+    vmalert: bool = False
+
+
+@dataclass(frozen=True)
 class Project:
     runbook_base_url: str
     evaluation_interval_ms: int
@@ -299,6 +311,7 @@ class Project:
     resolve_timeout_ms: int = 5 * 60_000
     smtp: Smtp | None = None
     automations: tuple[Automation, ...] = ()
+    rule_profiles: RuleProfiles = RuleProfiles()
 
     def timing_for(self, team: Team, severity: Severity) -> Timing:
         return dict(team.timing).get(severity) or dict(self.timing)[severity]

@@ -18,6 +18,7 @@ from compiler.model import (
     Channel,
     Project,
     Receiver,
+    RuleProfiles,
     Severity,
     Smtp,
     Team,
@@ -177,6 +178,18 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         automations.append(
             Automation(raw["name"], raw["url"], raw.get("credentials_file"), str(raw.get("description", "")))
         )
+    profiles_raw = data.get("rule_profiles") if isinstance(data.get("rule_profiles"), dict) else {}
+    operator = profiles_raw.get("prometheus_operator")
+    thanos = profiles_raw.get("thanos")
+    mimir = profiles_raw.get("mimir")
+    profiles = RuleProfiles(
+        operator_namespace=operator.get("namespace") if isinstance(operator, dict) else None,
+        operator_labels=tuple(sorted(operator.get("labels", {}).items())) if isinstance(operator, dict) else (),
+        thanos=isinstance(thanos, dict),
+        thanos_partial_response=thanos.get("partial_response_strategy") if isinstance(thanos, dict) else None,
+        mimir_tenant=mimir.get("tenant") if isinstance(mimir, dict) else None,
+        vmalert=isinstance(profiles_raw.get("vmalert"), dict),
+    )
     return Project(
         runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
         evaluation_interval_ms=interval,
@@ -185,4 +198,5 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         resolve_timeout_ms=resolve,
         smtp=smtp,
         automations=tuple(automations),
+        rule_profiles=profiles,
     )

@@ -28,11 +28,12 @@ class TargetError(Exception):
         return found
 
 
-from compiler.targets import prometheus, promtool_tests  # noqa: E402  (targets import TargetError)
+from compiler.targets import prometheus, promtool_tests, rule_profiles  # noqa: E402  (they import TargetError)
 
 TARGETS: tuple[tuple[str, Target], ...] = (
     ("prometheus", prometheus.render),
     ("promtool-tests", promtool_tests.render),
+    ("rule-profiles", rule_profiles.render),
 )
 
 
