@@ -116,25 +116,63 @@ class Inputs:
             return [min(1.0, max(0.0, _fmt(wanted)))]
         return [_fmt(wanted)]
 
-    def input_series(self, timelines: Mapping[str, Timeline]) -> list[dict[str, str]]:
-        """promtool ``input_series`` for the given per-slice timelines (a missing slice has no series)."""
-        entries: list[dict[str, str]] = []
+    def per_minute(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[float | None]]]:
+        """Each raw series with its per-minute gauge value or counter increment (None: no sample)."""
+        result = []
         for name in self.slices:
             timeline = timelines.get(name)
             if timeline is None:
                 continue
+            units = self.units if name == "a" else self.calm_units
             for template in self._templates[name]:
                 samples: list[float | None] = []
                 for value, rate in zip(timeline.values, timeline.rates, strict=True):
                     if value is None:
                         samples.append(None)
                         continue
-                    units = self.units if name == "a" else self.calm_units
                     slope_or_value = template.coefficient(value, rate, template.unit, units)
                     samples.append(_fmt(slope_or_value * 60.0 if template.counter else slope_or_value))
-                text = render_counter(samples) if template.counter else render_gauge(samples)
-                entries.append({"series": _series_text(template.labels), "values": text})
-        return entries
+                result.append((template, samples))
+        return result
+
+    def input_series(self, timelines: Mapping[str, Timeline]) -> list[dict[str, str]]:
+        """promtool ``input_series`` for the given per-slice timelines (a missing slice has no series)."""
+        return [
+            {
+                "series": _series_text(template.labels),
+                "values": render_counter(samples) if template.counter else render_gauge(samples),
+            }
+            for template, samples in self.per_minute(timelines)
+        ]
+
+    def openmetrics(self, timelines: Mapping[str, Timeline], start_seconds: int) -> str:
+        """The same inputs as OpenMetrics text with timestamps one minute apart, for backfilling a real TSDB."""
+        families: dict[str, list[str]] = {}
+        for template, samples in self.per_minute(timelines):
+            name = template.labels["__name__"]
+            labels = ",".join(
+                f"{key}={promql.quote(value)}" for key, value in sorted(template.labels.items()) if key != "__name__"
+            )
+            total = 0.0
+            started = False
+            lines = families.setdefault(name, [])
+            for minute, sample in enumerate(samples):
+                if sample is None:
+                    continue
+                if template.counter:
+                    total = total + sample if started else 0.0
+                    started = True
+                    value = total
+                else:
+                    value = sample
+                lines.append(f"{name}{{{labels}}} {value!r} {start_seconds + minute * 60}")
+        text = []
+        for name in sorted(families):
+            # "unknown" keeps each sample name equal to its family name (OpenMetrics counters would need
+            # the family without _total); the TSDB stores samples the same way whatever the type.
+            text.append(f"# TYPE {name} unknown")
+            text.extend(families[name])
+        return "\n".join(text) + "\n# EOF\n"
 
     # -- timing -------------------------------------------------------------------------
 
