@@ -33,7 +33,7 @@ except AttributeError:  # pragma: no cover - depends on the PyYAML build
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_NODES_PER_DOCUMENT = 20_000  # a real spec has a few hundred; this stops alias bombs fast
 MAX_DEPTH = 64
-SPEC_SUFFIXES = (".yaml", ".yml")
+SPEC_SUFFIXES = (".yaml", ".yml", ".jsonnet")
 
 PathKey = tuple[str | int, ...]
 
@@ -217,6 +217,57 @@ def load_file(file: Path, display: str, diagnostics: Diagnostics) -> list[Docume
     return load_text(text, display, diagnostics)
 
 
+_JSONNET_LOCATION = re.compile(r"(?P<path>[^\s:]+\.(?:jsonnet|libsonnet)):(?P<line>\d+):(?P<col>\d+)")
+
+
+def load_jsonnet(file: Path, display: str, spec_root: Path, diagnostics: Diagnostics) -> list[Document]:
+    """Evaluate a ``.jsonnet`` spec file: one spec object, or a list of documents.
+
+    Imports are served only from inside the spec directory. Evaluation errors keep the
+    location jsonnet reports; problems in the produced data point at the line of the
+    jsonnet file that names the spec (jsonnet output carries no positions of its own).
+    """
+    import _jsonnet  # the C++ binding; imported late so YAML-only use does not need it
+
+    root = spec_root.resolve()
+
+    def import_callback(base: str, relative: str) -> tuple[str, bytes]:
+        target = (Path(base) / relative).resolve()
+        if root != target and root not in target.parents:
+            raise RuntimeError(f"import of {relative!r} leaves the spec directory")
+        return str(target), target.read_bytes()
+
+    try:
+        source = file.read_text(encoding="utf-8")
+        output = _jsonnet.evaluate_file(str(file), import_callback=import_callback, max_stack=200, max_trace=10)
+    except (OSError, UnicodeDecodeError) as exc:
+        diagnostics.error(Position(display, 1, 1), f"cannot read file: {exc}")
+        return []
+    except RuntimeError as exc:
+        message = str(exc).strip()
+        first = message.splitlines()[0] if message else "jsonnet error"
+        match = _JSONNET_LOCATION.search(message)
+        line, col = (int(match["line"]), int(match["col"])) if match else (1, 1)
+        text = _JSONNET_LOCATION.sub("", first).replace("STATIC ERROR:", "").replace("RUNTIME ERROR:", "")
+        diagnostics.error(Position(display, line, col), f"jsonnet error: {text.strip(' :')}")
+        return []
+    data = json.loads(output)
+    items = data if isinstance(data, list) else [data]
+    documents = []
+    for index, item in enumerate(items):
+        name = item.get("name") if isinstance(item, dict) else None
+        line, col = 1, 1
+        if isinstance(name, str):
+            found = re.search(re.escape(json.dumps(name)) + "|'" + re.escape(name) + "'", source)
+            if found:
+                line = source.count("\n", 0, found.start()) + 1
+                col = found.start() - (source.rfind("\n", 0, found.start()) + 1) + 1
+        document = Document(path=display, index=index, data=item)
+        document.value_positions[()] = Position(display, line, col)
+        documents.append(document)
+    return documents
+
+
 def discover(spec_dir: Path) -> list[Path]:
     """Every spec file below ``spec_dir``, in a stable order (hidden files are skipped)."""
     found = [
@@ -237,5 +288,8 @@ def load_tree(spec_dir: Path, display_root: Path, diagnostics: Diagnostics) -> l
             display = file.relative_to(display_root).as_posix()
         except ValueError:
             display = file.as_posix()
-        documents.extend(load_file(file, display, diagnostics))
+        if file.suffix == ".jsonnet":
+            documents.extend(load_jsonnet(file, display, spec_dir, diagnostics))
+        else:
+            documents.extend(load_file(file, display, diagnostics))
     return documents

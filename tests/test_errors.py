@@ -322,3 +322,31 @@ def test_an_expression_no_synthetic_input_can_drive_is_reported_at_the_sli(
     message = message_at(stderr, f"{SLO}:10:1")
     assert message.startswith("cannot generate the promtool tests that prove its alerts: ")
     assert "time" in message
+
+
+def test_jsonnet_errors_are_positioned_and_imports_stay_inside_the_spec_dir(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path
+) -> None:
+    (spec_tree / "syntax.jsonnet").write_text("{\n  a: 1,\n  b: ;\n}\n", encoding="utf-8")
+    (spec_tree / "escape.jsonnet").write_text("import '../../outside.libsonnet'\n", encoding="utf-8")
+    (tmp_path / "outside.libsonnet").write_text("{}", encoding="utf-8")
+    stderr = validate(run_cli, tmp_path, problems=2)
+    assert message_at(stderr, "specs/syntax.jsonnet:3:6").startswith("jsonnet error: unexpected")
+    assert "leaves the spec directory" in message_at(stderr, "specs/escape.jsonnet:1:1")
+
+
+def test_jsonnet_specs_compile_like_yaml_ones(run_cli: RunCli, tmp_path: Path, spec_tree: Path, valid_slo: str) -> None:
+    import json
+
+    import yaml
+
+    spec = yaml.safe_load(valid_slo)
+    lib = "{ stamp(base, names):: [base + {name: n} for n in names] }\n"
+    (spec_tree / "lib.libsonnet").write_text(lib, encoding="utf-8")
+    base = json.dumps({k: v for k, v in spec.items() if k != "name"})
+    (spec_tree / "stamped.jsonnet").write_text(
+        f"local lib = import 'lib.libsonnet';\nlib.stamp({base}, ['dns-a', 'dns-b'])\n", encoding="utf-8"
+    )
+    code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, stderr) == (0, "")
+    assert "3 spec(s) valid" in stdout
