@@ -15,6 +15,7 @@ from typing import Any
 
 from compiler import promql
 from compiler.buckets import KNOWN_BUCKETS, go_float
+from compiler.budget import estimate
 from compiler.diagnostics import Diagnostics
 from compiler.load import Document, PathKey
 from compiler.model import (
@@ -276,6 +277,7 @@ class _SpecBuilder:
             see_also=tuple(data.get("see_also", [])),
             scenarios=scenarios,
             mode=data.get("mode", "live"),
+            series_budget=data.get("series_budget"),
             explains=tuple(
                 Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
                 for item in data.get("explains", [])
@@ -306,7 +308,16 @@ class _SpecBuilder:
             on = self.label_names(("slice", "join", "on"), join_raw["on"])
             labels = self.label_names(("slice", "join", "labels"), join_raw["labels"])
             join = Join(Selector(info_name, info_matchers), on, labels)
-        return Slice(by=by, matchers=tuple(m for m in matchers if m.name != "__name__"), join=join)
+        cardinality = raw.get("cardinality", {})
+        for label in cardinality:
+            if label not in by:
+                self.error(("slice", "cardinality"), f"slice.cardinality names '{label}', which is not in slice.by")
+        return Slice(
+            by=by,
+            matchers=tuple(m for m in matchers if m.name != "__name__"),
+            join=join,
+            cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
+        )
 
     def sli(self, slice_: Slice) -> SLI | None:
         raw = self.data["sli"]
@@ -718,6 +729,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         if slo is not None:
             slos[name] = slo
     _check_links(by_kind["SLO"], slos, project, diagnostics)
+    _check_budgets(by_kind["SLO"], slos, project, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():
         if slo.alert_name in alert_owners:
@@ -766,6 +778,31 @@ def _check_links(documents: list[Document], slos: dict[str, SLO], project: Proje
                         document.position((*key, "equal", position)),
                         f"'{label}' is not a slice label of {' and '.join(missing)}, so alerts cannot be matched on it",
                     )
+
+
+def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:
+    """Series each spec records on the profiled cluster: per-node slicing needs an explicit budget."""
+    profile = project.cluster_profile
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        found = estimate(slo, profile)
+        if found.high_cardinality and slo.series_budget is None:
+            labels = ", ".join(found.high_cardinality)
+            diagnostics.error(
+                document.key_position(("slice", "by")),
+                f"slicing by {labels} records about {found.series:,} series on the {profile.name}; "
+                "aggregate to a pool or zone, or opt in with an explicit series_budget",
+            )
+        elif found.over:
+            diagnostics.error(
+                document.key_position(("series_budget",))
+                if slo.series_budget
+                else document.key_position(("slice", "by")),
+                f"records about {found.series:,} series ({found.slices:,} slices x {found.series_per_slice} recorded "
+                f"series) on the {profile.name}, over its budget of {found.budget:,}",
+            )
 
 
 def _position_of(documents: list[Document], name: str) -> Any:

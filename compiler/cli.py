@@ -16,6 +16,7 @@ from pathlib import Path
 from compiler import __version__
 from compiler.build import build_model
 from compiler.diagnostics import Diagnostics, Position
+from compiler.explain import budget_report, explain
 from compiler.load import load_tree
 from compiler.model import Model
 from compiler.targets import TargetError, render_all
@@ -49,6 +50,13 @@ def _parser() -> argparse.ArgumentParser:
         help="report every problem in the specs; write nothing",
         description="Check every spec and report all problems as path:line:col: message. Writes nothing.",
     )
+    explain = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="show one spec's rules, windows, thresholds, estimated series and routing",
+        description="Show one spec's rules, windows, thresholds, estimated series and routing in one view.",
+    )
+    explain.add_argument("spec", help="the spec's name")
     for name, text in (
         ("generate", "compile the specs into the output directory, atomically"),
         ("check", "exit 1 when the output directory is not what the specs generate"),
@@ -75,7 +83,16 @@ def _run(args: argparse.Namespace) -> int:
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
         return EXIT_PROBLEMS
     if args.command == "validate":
+        sys.stdout.write(budget_report(model))
         print(f"slo-compiler: {len(model.slos)} spec(s) valid")
+        return EXIT_OK
+    if args.command == "explain":
+        chosen = next((slo for slo in model.slos if slo.name == args.spec), None)
+        if chosen is None:
+            names = ", ".join(slo.name for slo in model.slos)
+            print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
+            return EXIT_USAGE
+        sys.stdout.write(explain(model, chosen))
         return EXIT_OK
     if args.command == "generate":
         write_tree(files, args.out)

@@ -84,6 +84,7 @@ class Slice:
     by: tuple[str, ...]
     matchers: tuple[Matcher, ...]
     join: Join | None
+    cardinality: tuple[tuple[str, int], ...] = ()  # declared distinct values per label, for series budgets
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,7 @@ class SLO:
     scenarios: tuple[Scenario, ...]
     mode: Literal["live", "shadow"]
     explains: tuple[Explains, ...]
+    series_budget: int | None
     source: str
     position: Position  # where the spec's SLI is written, for problems found by targets
     spec_hash: str
@@ -291,6 +293,22 @@ DEFAULT_TIMING: dict[str, Timing] = {
 
 
 @dataclass(frozen=True)
+class ClusterProfile:
+    """The cluster the rules run on, for series estimates; defaults describe a 7,500-node cluster."""
+
+    name: str = "7,500-node GPU cluster"
+    clusters: int = 1
+    nodes: int = 7500
+    node_pools: int = 24
+    zones: int = 3
+    apiservers: int = 5
+    watched_resources: int = 60
+    label_cardinality: tuple[tuple[str, int], ...] = ()
+    default_label_cardinality: int = 10
+    default_series_budget: int = 2000
+
+
+@dataclass(frozen=True)
 class RuleProfiles:
     """Engine-specific rule outputs beyond plain Prometheus 2.42 rule files."""
 
@@ -312,6 +330,7 @@ class Project:
     smtp: Smtp | None = None
     automations: tuple[Automation, ...] = ()
     rule_profiles: RuleProfiles = RuleProfiles()
+    cluster_profile: ClusterProfile = ClusterProfile()
 
     def timing_for(self, team: Team, severity: Severity) -> Timing:
         return dict(team.timing).get(severity) or dict(self.timing)[severity]

@@ -16,6 +16,7 @@ from compiler.model import (
     DEFAULT_TIMING,
     Automation,
     Channel,
+    ClusterProfile,
     Project,
     Receiver,
     RuleProfiles,
@@ -190,6 +191,20 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         mimir_tenant=mimir.get("tenant") if isinstance(mimir, dict) else None,
         vmalert=isinstance(profiles_raw.get("vmalert"), dict),
     )
+    cluster_raw = data.get("cluster_profile") if isinstance(data.get("cluster_profile"), dict) else {}
+    defaults = ClusterProfile()
+    cluster = ClusterProfile(
+        name=str(cluster_raw.get("name", defaults.name)),
+        clusters=int(cluster_raw.get("clusters", defaults.clusters)),
+        nodes=int(cluster_raw.get("nodes", defaults.nodes)),
+        node_pools=int(cluster_raw.get("node_pools", defaults.node_pools)),
+        zones=int(cluster_raw.get("zones", defaults.zones)),
+        apiservers=int(cluster_raw.get("apiservers", defaults.apiservers)),
+        watched_resources=int(cluster_raw.get("watched_resources", defaults.watched_resources)),
+        label_cardinality=tuple(sorted((str(k), int(v)) for k, v in cluster_raw.get("label_cardinality", {}).items())),
+        default_label_cardinality=int(cluster_raw.get("default_label_cardinality", defaults.default_label_cardinality)),
+        default_series_budget=int(cluster_raw.get("default_series_budget", defaults.default_series_budget)),
+    )
     return Project(
         runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
         evaluation_interval_ms=interval,
@@ -199,4 +214,5 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         smtp=smtp,
         automations=tuple(automations),
         rule_profiles=profiles,
+        cluster_profile=cluster,
     )

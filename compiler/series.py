@@ -70,3 +70,13 @@ def value(slo: SLO, offset_ms: int = 0) -> str:
 def presence_series(slo: SLO) -> str:
     """The recorded series whose absence means the SLI's source data is gone."""
     return TOTAL_5M if slo.counts_events else VALUE
+
+
+def recorded_names(slo: SLO) -> list[str]:
+    """The series an SLO records per slice (``slo_info`` aside), in rule order."""
+    if not slo.counts_events:
+        return [VALUE]
+    names = [TOTAL_5M, BAD_5M]
+    if slo.objective is not None:
+        names += [TOTAL_1H, BAD_1H, BUDGET_REMAINING]
+    return names

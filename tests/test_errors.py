@@ -231,7 +231,25 @@ def test_raw_range_of_5m_is_allowed(run_cli: RunCli, tmp_path: Path, slo_file: P
     gauge = "sli:\n  gauge:\n    expr: 'sum by (cluster) (rate(foo_total[5m]))'\nnormal_range:\n  max: 5\n"
     edit(slo_file, RATIO_SLI_AND_OBJECTIVE, gauge)
     code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
-    assert (code, stdout, stderr) == (0, "slo-compiler: 1 spec(s) valid\n", "")
+    assert (code, stderr) == (0, "")
+    assert stdout.endswith("slo-compiler: 1 spec(s) valid\n")
+
+
+def test_slicing_by_node_needs_an_explicit_budget(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  by: [cluster]\n", "  by: [cluster, node]\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:8:3")
+    assert message.startswith("slicing by node records about 37,501 series on the 7,500-node GPU cluster")
+    assert "explicit series_budget" in message
+
+
+def test_a_spec_over_its_series_budget_is_refused(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  by: [cluster]\n", "  by: [cluster, node]\n  cardinality: {node: 500}\n")
+    with slo_file.open("a", encoding="utf-8") as handle:
+        handle.write("series_budget: 1000\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    assert "over its budget of 1,000" in stderr
+    assert "records about 2,501 series (500 slices x 5 recorded series)" in stderr
 
 
 def test_aggregation_drops_slice_label(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:

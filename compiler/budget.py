@@ -1,0 +1,84 @@
+"""Series budgets: how many series each spec's recording rules produce on the target cluster.
+
+Unbounded cardinality is the tempting shortcut that breaks monitoring at 7,500 nodes. The
+estimate multiplies the distinct values of each slice label (from the project's cluster
+profile) by the series the spec records per slice. Slicing by a per-node or per-pod label
+multiplies by thousands, so it needs an explicit budget in the spec.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from compiler.model import SLO, ClusterProfile
+from compiler.series import recorded_names
+
+HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
+
+
+def label_cardinality(profile: ClusterProfile, label: str) -> int:
+    """Distinct values of ``label`` on the profiled cluster (explicit settings win over the guesses)."""
+    explicit = dict(profile.label_cardinality)
+    if label in explicit:
+        return explicit[label]
+    guesses = {
+        "cluster": profile.clusters,
+        "node": profile.nodes,
+        "instance": profile.nodes,
+        "pod": profile.nodes * 30,
+        "container": profile.nodes * 60,
+        "node_pool": profile.node_pools,
+        "label_node_pool": profile.node_pools,
+        "zone": profile.zones,
+        "label_topology_kubernetes_io_zone": profile.zones,
+        "topology_kubernetes_io_zone": profile.zones,
+        "resource": profile.watched_resources,
+        "kind": profile.watched_resources,
+        "type": profile.watched_resources,
+        "apiserver": profile.apiservers,
+        "scope": 3,
+        "verb": 14,
+        "code": 12,
+        "priority_level": 8,
+        "flow_schema": 12,
+        "reason": 4,
+        "device": 4,
+        "profile": 2,
+        "queue": 4,
+        "operation": 6,
+        "server": 2,
+        "rcode": 6,
+        "operation_type": 20,
+    }
+    return guesses.get(label, profile.default_label_cardinality)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    slo: str
+    family: str
+    slices: int
+    series_per_slice: int
+    series: int
+    budget: int
+    high_cardinality: tuple[str, ...]
+
+    @property
+    def over(self) -> bool:
+        return self.series > self.budget
+
+
+def estimate(slo: SLO, profile: ClusterProfile) -> Estimate:
+    declared = dict(slo.slice.cardinality)
+    slices = math.prod(declared.get(label) or label_cardinality(profile, label) for label in slo.slice.by)
+    per_slice = len(recorded_names(slo))
+    return Estimate(
+        slo=slo.name,
+        family=slo.family,
+        slices=slices,
+        series_per_slice=per_slice,
+        series=slices * per_slice + 1,  # + slo_info
+        budget=slo.series_budget or profile.default_series_budget,
+        high_cardinality=tuple(label for label in slo.slice.by if label in HIGH_CARDINALITY and label not in declared),
+    )

@@ -1,0 +1,93 @@
+"""Human-readable views of a compiled model: series budgets and one spec explained end to end."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from compiler.buckets import go_float
+from compiler.budget import Estimate, estimate
+from compiler.model import SLO, Model
+from compiler.promql import format_duration
+from compiler.targets.prometheus import alert_rules, recording_rules
+
+
+def budget_report(model: Model) -> str:
+    """Estimated recorded series per spec, per family and in total, on the profiled cluster."""
+    profile = model.project.cluster_profile
+    rows = [estimate(slo, profile) for slo in model.slos]
+    width = max((len(row.slo) for row in rows), default=10)
+    lines = [
+        f"Estimated recorded series on the {profile.name} "
+        f"({profile.nodes:,} nodes, {profile.node_pools} pools, {profile.zones} zones):",
+        f"  {'spec':<{width}}  {'slices':>8}  {'x series':>8}  {'series':>8}  {'budget':>8}",
+    ]
+    for row in rows:
+        lines.append(
+            f"  {row.slo:<{width}}  {row.slices:>8,}  {row.series_per_slice:>8}  {row.series:>8,}  {row.budget:>8,}"
+        )
+    by_family: dict[str, list[Estimate]] = defaultdict(list)
+    for row in rows:
+        by_family[row.family].append(row)
+    for family, items in sorted(by_family.items()):
+        lines.append(f"  family {family}: {sum(i.series for i in items):,} series in {len(items)} spec(s)")
+    lines.append(f"  total: {sum(row.series for row in rows):,} series in {len(rows)} spec(s)")
+    return "\n".join(lines) + "\n"
+
+
+def explain(model: Model, slo: SLO) -> str:
+    """Rules, windows, thresholds, estimated series and routing of one spec, in one view."""
+    out: list[str] = []
+    add = out.append
+    add(f"{slo.name}  ({slo.family}, owner {slo.owner.name}, {slo.mode}; {slo.source}, sha256 {slo.spec_hash})")
+    add(f"  {slo.description}")
+    add("")
+    add(f"slice: by ({', '.join(slo.slice.by) or 'nothing: cluster-wide'})")
+    add(f"SLI: {type(slo.sli).__name__.removesuffix('SLI').lower()}, value unit {slo.unit}")
+    if slo.objective is not None:
+        objective = slo.objective
+        add(
+            f"objective: {go_float(objective.target * 100)}% over {format_duration(objective.period_ms)} "
+            f"(budget {go_float(float(f'{objective.budget * 100:.12g}'))}%)"
+        )
+    add("")
+    add("alerts:")
+    for rule in alert_rules(model, slo):
+        details = [rule.labels["severity"], f"for {format_duration(rule.for_ms)}"]
+        if rule.burn is not None and slo.objective is not None:
+            threshold = float(f"{rule.burn.factor * slo.objective.budget:.12g}")
+            details.insert(
+                1,
+                f"{format_duration(rule.burn.long_ms)}/{format_duration(rule.burn.short_ms)} windows over "
+                f"{go_float(rule.burn.factor)}x (error ratio > {go_float(threshold)})",
+            )
+        if rule.keep_firing_for_ms:
+            details.append(f"keep firing {format_duration(rule.keep_firing_for_ms)}")
+        add(f"  {rule.name}: {', '.join(details)}")
+        add("    " + rule.expr.replace("\n", "\n    "))
+    add("")
+    add("recording rules:")
+    for record in recording_rules(slo):
+        add(f"  {record['record']}:")
+        add("    " + str(record["expr"]).replace("\n", "\n    "))
+    add("")
+    found = estimate(slo, model.project.cluster_profile)
+    add(
+        f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice} + slo_info), "
+        f"budget {found.budget:,}"
+    )
+    add("")
+    add("routing:")
+    team = slo.owner
+    if slo.mode == "shadow":
+        kinds = ", ".join(r.kind for r in team.receivers_for("shadow")) or "recorded only, no notification"
+        add(f"  shadow mode: every alert goes to {team.name}-shadow ({kinds}); nothing pages")
+    else:
+        for severity in ("page", "ticket", "info"):
+            kinds = ", ".join(r.kind for r in team.receivers_for(severity)) or "none"
+            add(f"  severity={severity} -> {team.name}-{severity} ({kinds})")
+        if slo.mitigation.automation:
+            add(f"  automation: also sent to automation-{slo.mitigation.automation}")
+    add(f"  a firing page inhibits the ticket of the same slice (equal on {', '.join(slo.slice.by) or 'slo'})")
+    for explains in slo.explains:
+        add(f"  explains {explains.slo}: inhibits its alerts with equal {', '.join(explains.equal)}")
+    return "\n".join(out) + "\n"
