@@ -130,3 +130,13 @@ def valid_slo() -> str:
 @pytest.fixture(scope="session")
 def run_cli() -> RunCli:
     return _run_cli
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Report the rule groups' evaluation times measured by the end-to-end tier."""
+    from tests import test_e2e
+
+    if test_e2e.EVALUATION_TIMES:
+        terminalreporter.section("rule group evaluation time (real Prometheus)")
+        for line in test_e2e.EVALUATION_TIMES:
+            terminalreporter.write_line(line)

@@ -59,7 +59,7 @@ def test_compiling_twice_gives_identical_bytes() -> None:
     assert compile_fixtures() == FILES
 
 
-@pytest.mark.parametrize("name", sorted(FILES))
+@pytest.mark.parametrize("name", sorted(name for name in FILES if name.endswith(".yaml")))
 def test_libyaml_and_pure_python_emitters_write_the_same_text(name: str) -> None:
     data = yaml.safe_load(FILES[name])
     assert yamlout.dump(data) == yamlout.dump(data, dumper=yamlout.PURE_DUMPER)

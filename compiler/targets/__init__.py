@@ -28,12 +28,20 @@ class TargetError(Exception):
         return found
 
 
-from compiler.targets import prometheus, promtool_tests, rule_profiles  # noqa: E402  (they import TargetError)
+from compiler.targets import (  # noqa: E402  (they import TargetError)
+    alertmanager,
+    grafana,
+    prometheus,
+    promtool_tests,
+    rule_profiles,
+)
 
 TARGETS: tuple[tuple[str, Target], ...] = (
     ("prometheus", prometheus.render),
     ("promtool-tests", promtool_tests.render),
     ("rule-profiles", rule_profiles.render),
+    ("alertmanager", alertmanager.render),
+    ("grafana", grafana.render),
 )
 
 

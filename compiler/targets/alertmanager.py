@@ -1,0 +1,349 @@
+"""Alertmanager 0.25 configuration: routes, receivers and inhibit rules from the owners registry.
+
+A pure function of the model. The route tree, in order under a root whose receiver
+``unrouted`` has no integrations (a spec alert never ends there):
+
+* one route per project automation, ``automation="<name>"`` -> ``automation-<name>``,
+  with ``continue: true`` so the alert also reaches its owner;
+* one route per team, ``team="<team>"`` (receiver ``<team>-ticket``, so an unexpected
+  severity still reaches the owner), grouped by alertname, slo and the team's slice
+  labels, with children ``shadow="true"`` -> ``<team>-shadow`` and then
+  ``severity="page|ticket|info"`` -> ``<team>-<severity>``, each with the team's timing.
+
+Inhibit rules: a spec's page silences its own ticket for the same slice, and an
+``explains`` entry silences the explained spec while the cause alerts. Secrets are only
+ever ``*_file`` paths from the registry. ``routing-tests.yaml`` lists, for every alert of
+every spec, the receivers it must reach, derived from the intent above rather than from
+the tree, so ``amtool config routes test`` checks one against the other.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
+from compiler.promql import format_duration
+from compiler.targets.prometheus import alert_rules
+from compiler.yamlout import dump
+
+ALERTMANAGER_DIR = "alertmanager"
+CONFIG_PATH = f"{ALERTMANAGER_DIR}/alertmanager.yaml"
+FRAGMENT_PATH = f"{ALERTMANAGER_DIR}/fragment.yaml"
+ROUTING_TESTS_PATH = f"{ALERTMANAGER_DIR}/routing-tests.yaml"
+TEMPLATE_FILE = "slo-compiler.tmpl"
+TEMPLATE_PATH = f"{ALERTMANAGER_DIR}/templates/{TEMPLATE_FILE}"
+TEMPLATES_GLOB = "templates/*.tmpl"  # relative to the config file, as Alertmanager resolves it
+
+UNROUTED = "unrouted"
+ROOT_GROUP_BY = ("alertname", "slo")
+SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
+CHANNELS: tuple[Channel, ...] = ("shadow", *SEVERITIES)
+_SEVERITY_CHANNEL: dict[str, Channel] = {severity: severity for severity in SEVERITIES}
+SLICE_PLACEHOLDER = "x"  # any non-empty slice label value, for routing test cases
+
+TITLE = '{{ template "slo.title" . }}'
+TEXT = '{{ template "slo.text" . }}'
+EMAIL_SUBJECT = '{{ template "slo.email.subject" . }}'
+EMAIL_HTML = '{{ template "slo.email.html" . }}'
+PAGERDUTY_DESCRIPTION = '{{ template "slo.pagerduty.description" . }}'
+OPSGENIE_MESSAGE = '{{ template "slo.opsgenie.message" . }}'
+OPSGENIE_DESCRIPTION = '{{ template "slo.opsgenie.description" . }}'
+
+
+# -- naming -----------------------------------------------------------------------------
+
+
+def team_receiver(team: Team | str, channel: Channel) -> str:
+    """``<team>-page``, ``<team>-ticket``, ``<team>-info`` or ``<team>-shadow``."""
+    name = team if isinstance(team, str) else team.name
+    return f"{name}-{channel}"
+
+
+def automation_receiver(name: str) -> str:
+    return f"automation-{name}"
+
+
+def quote(value: str) -> str:
+    """A matcher value in double quotes, escaped as Alertmanager's matcher parser unescapes it."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return f'"{escaped}"'
+
+
+def matcher(name: str, value: str, op: str = "=") -> str:
+    return f"{name}{op}{quote(value)}"
+
+
+def template_source() -> bytes:
+    """The notification templates shipped with the compiler."""
+    return resources.files("compiler").joinpath("templates", TEMPLATE_FILE).read_bytes()
+
+
+# -- receivers --------------------------------------------------------------------------
+
+
+def _integration(receiver: Receiver, channel: Channel) -> tuple[str, dict[str, Any]]:
+    """One integration of a receiver: its ``*_configs`` key and its settings."""
+    page = channel == "page"
+    get = receiver.get
+    config: dict[str, Any]
+    if receiver.kind == "pagerduty":
+        config = {
+            "routing_key_file": get("routing_key_file"),
+            "severity": get("severity") or ("critical" if page else "warning"),
+            "description": PAGERDUTY_DESCRIPTION,
+            "send_resolved": True,
+        }
+        return "pagerduty_configs", config
+    if receiver.kind == "slack":
+        config = {
+            "api_url_file": get("api_url_file"),
+            "channel": get("channel"),
+            "title": TITLE,
+            "text": TEXT,
+            "fallback": TITLE,  # the default fallback prints raw label values into mrkdwn
+            "send_resolved": True,
+        }
+        return "slack_configs", config
+    if receiver.kind == "email":
+        config = {
+            "to": get("to"),
+            "headers": {"Subject": EMAIL_SUBJECT},
+            "html": EMAIL_HTML,
+            "send_resolved": True,
+        }
+        return "email_configs", config
+    if receiver.kind == "webhook":
+        return "webhook_configs", _webhook(get("url"), get("credentials_file"), get("max_alerts"))
+    if receiver.kind == "opsgenie":
+        config = {
+            "api_key_file": get("api_key_file"),
+            "priority": get("priority") or ("P1" if page else "P3"),
+            "message": OPSGENIE_MESSAGE,
+            "description": OPSGENIE_DESCRIPTION,
+            "send_resolved": True,
+        }
+        return "opsgenie_configs", config
+    raise ValueError(f"unknown receiver kind {receiver.kind!r}")  # pragma: no cover
+
+
+def _webhook(url: Any, credentials_file: Any, max_alerts: Any = None) -> dict[str, Any]:
+    config: dict[str, Any] = {"url": url}
+    if credentials_file:
+        config["http_config"] = {"authorization": {"credentials_file": credentials_file}}
+    if max_alerts is not None:
+        config["max_alerts"] = max_alerts
+    config["send_resolved"] = True
+    return config
+
+
+def _receiver(name: str, integrations: tuple[Receiver, ...], channel: Channel) -> dict[str, Any]:
+    """A named receiver; with no integrations it notifies nobody."""
+    result: dict[str, Any] = {"name": name}
+    for receiver in integrations:
+        key, config = _integration(receiver, channel)
+        result.setdefault(key, []).append(config)
+    return result
+
+
+def receivers(model: Model) -> list[dict[str, Any]]:
+    """Every receiver, ``unrouted`` included, sorted by name; names are unique."""
+    found = [_receiver(UNROUTED, (), "ticket")]
+    for automation in model.project.automations:
+        found.append(
+            {
+                "name": automation_receiver(automation.name),
+                "webhook_configs": [_webhook(automation.url, automation.credentials_file)],
+            }
+        )
+    for team in model.teams:
+        for channel in CHANNELS:
+            found.append(_receiver(team_receiver(team, channel), team.receivers_for(channel), channel))
+    names = [receiver["name"] for receiver in found]
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise ValueError(f"Alertmanager receiver names collide: {', '.join(duplicates)} (rename a team or automation)")
+    return sorted(found, key=lambda receiver: str(receiver["name"]))
+
+
+# -- routes -----------------------------------------------------------------------------
+
+
+def _timing(timing: Timing) -> dict[str, str]:
+    return {
+        "group_wait": format_duration(timing.group_wait_ms),
+        "group_interval": format_duration(timing.group_interval_ms),
+        "repeat_interval": format_duration(timing.repeat_interval_ms),
+    }
+
+
+def _group_by(slos: list[SLO]) -> list[str]:
+    slice_labels = sorted({label for slo in slos for label in slo.slice.by} - set(ROOT_GROUP_BY))
+    return [*ROOT_GROUP_BY, *slice_labels]
+
+
+def _team_route(model: Model, team: Team) -> dict[str, Any]:
+    ticket = model.project.timing_for(team, "ticket")
+    children: list[dict[str, Any]] = [
+        {"matchers": [matcher("shadow", "true")], "receiver": team_receiver(team, "shadow"), **_timing(ticket)}
+    ]
+    for severity in SEVERITIES:
+        children.append(
+            {
+                "matchers": [matcher("severity", severity)],
+                "receiver": team_receiver(team, severity),
+                **_timing(model.project.timing_for(team, severity)),
+            }
+        )
+    return {
+        "matchers": [matcher("team", team.name)],
+        "receiver": team_receiver(team, "ticket"),
+        "group_by": _group_by([slo for slo in model.slos if slo.owner.name == team.name]),
+        **_timing(ticket),
+        "routes": children,
+    }
+
+
+def routes(model: Model) -> list[dict[str, Any]]:
+    """The children of the root route: automations first (``continue: true``), then teams."""
+    page = dict(model.project.timing)["page"]
+    found: list[dict[str, Any]] = []
+    for automation in model.project.automations:
+        found.append(
+            {
+                "matchers": [matcher("automation", automation.name)],
+                "receiver": automation_receiver(automation.name),
+                "group_by": _group_by([slo for slo in model.slos if slo.mitigation.automation == automation.name]),
+                **_timing(page),
+                "continue": True,
+            }
+        )
+    found.extend(_team_route(model, team) for team in model.teams)
+    return found
+
+
+def root_route(model: Model) -> dict[str, Any]:
+    return {
+        "receiver": UNROUTED,
+        "group_by": list(ROOT_GROUP_BY),
+        **_timing(dict(model.project.timing)["ticket"]),
+        "routes": routes(model),
+    }
+
+
+# -- inhibition -------------------------------------------------------------------------
+
+
+def inhibit_rules(model: Model) -> list[dict[str, Any]]:
+    """A page silences the ticket of the same spec and slice; a cause silences what it explains.
+
+    A shadow spec is not trusted to page, so it does not silence anything it explains either.
+    """
+    rules: list[dict[str, Any]] = []
+    for slo in model.slos:
+        if slo.objective is not None or slo.normal_range is not None or slo.critical_range is not None:
+            rules.append(
+                {
+                    "source_matchers": [matcher("slo", slo.name), matcher("severity", "page")],
+                    "target_matchers": [matcher("slo", slo.name), matcher("severity", "ticket")],
+                    "equal": list(slo.slice.by) or ["slo"],
+                }
+            )
+        for explains in slo.explains:
+            source = [matcher("slo", slo.name)]
+            if explains.severity != "any":
+                source.append(matcher("severity", explains.severity))
+            source.append(matcher("shadow", "true", "!="))
+            rules.append(
+                {
+                    "source_matchers": source,
+                    "target_matchers": [matcher("slo", explains.slo)],
+                    "equal": list(explains.equal),
+                }
+            )
+    return rules
+
+
+# -- routing test cases -----------------------------------------------------------------
+
+
+def expected_receivers(labels: dict[str, str]) -> list[str]:
+    """Where an alert must go, from the routing intent (not by walking the tree), in amtool's order."""
+    found = []
+    if "automation" in labels:
+        found.append(automation_receiver(labels["automation"]))
+    if labels.get("shadow") == "true":
+        found.append(team_receiver(labels["team"], "shadow"))
+    else:
+        found.append(team_receiver(labels["team"], _SEVERITY_CHANNEL.get(labels.get("severity", ""), "ticket")))
+    return found
+
+
+def routing_cases(model: Model) -> list[dict[str, Any]]:
+    """Every alert of every spec: its static labels, one value per slice label, and its receivers."""
+    cases = []
+    for slo in model.slos:
+        for rule in alert_rules(model, slo):
+            labels = {"alertname": rule.name, **rule.labels}
+            for label in slo.slice.by:
+                labels.setdefault(label, SLICE_PLACEHOLDER)
+            cases.append({"labels": labels, "receivers": expected_receivers(labels)})
+    return cases
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+def config(model: Model) -> dict[str, Any]:
+    """The complete Alertmanager configuration."""
+    global_: dict[str, Any] = {"resolve_timeout": format_duration(model.project.resolve_timeout_ms)}
+    smtp = model.project.smtp
+    if smtp is not None:
+        global_["smtp_smarthost"] = smtp.smarthost
+        global_["smtp_from"] = smtp.sender
+        if smtp.auth_username is not None:
+            global_["smtp_auth_username"] = smtp.auth_username
+        if smtp.auth_password_file is not None:
+            global_["smtp_auth_password_file"] = smtp.auth_password_file
+        global_["smtp_require_tls"] = smtp.require_tls
+    return {
+        "global": global_,
+        "templates": [TEMPLATES_GLOB],
+        "route": root_route(model),
+        "receivers": receivers(model),
+        "inhibit_rules": inhibit_rules(model),
+    }
+
+
+def fragment(model: Model) -> dict[str, Any]:
+    """Routes, receivers and inhibit rules to merge into an existing configuration."""
+    return {
+        "routes": routes(model),
+        "receivers": [receiver for receiver in receivers(model) if receiver["name"] != UNROUTED],
+        "inhibit_rules": inhibit_rules(model),
+    }
+
+
+_GENERATED = (
+    "# Generated by slo-compiler from the owners registry, the project settings and {count} spec(s).\n"
+    "# Do not edit: change the specs and run `make generate`.\n"
+)
+
+
+def render(model: Model) -> dict[str, bytes]:
+    header = _GENERATED.format(count=len(model.slos))
+    fragment_header = (
+        header + "# A fragment, not a configuration: append `routes` to your root route's `routes` (before any\n"
+        "# catch-all), add `receivers` and `inhibit_rules`, list templates/slo-compiler.tmpl under\n"
+        "# `templates`, and set the global smtp_* settings if a receiver sends e-mail.\n"
+    )
+    tests_header = (
+        header + "# Every alert of every spec and the receivers it must reach, in order. Check one with\n"
+        "#   amtool config routes test --config.file=alertmanager.yaml --verify.receivers=<a,b> <label=value>...\n"
+    )
+    return {
+        CONFIG_PATH: (header + dump(config(model))).encode("utf-8"),
+        FRAGMENT_PATH: (fragment_header + dump(fragment(model))).encode("utf-8"),
+        TEMPLATE_PATH: template_source(),
+        ROUTING_TESTS_PATH: (tests_header + dump(routing_cases(model))).encode("utf-8"),
+    }

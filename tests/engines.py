@@ -1,0 +1,220 @@
+"""Real engines on loopback for the end-to-end tier: Prometheus, Alertmanager and a webhook receiver.
+
+Every process gets its own free port on 127.0.0.1 and its own temp dir, and is stopped by
+PID (terminate, then kill) however the test ends.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def http_json(url: str, data: bytes | None = None, timeout: float = 5) -> Any:
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def wait_until(predicate: Any, timeout: float, interval: float = 0.25) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if predicate():
+                return True
+        except OSError:
+            pass
+        time.sleep(interval)
+    return False
+
+
+@contextmanager
+def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            yield proc
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@dataclass
+class Webhook:
+    """Records every Alertmanager notification, keyed by the receiver path it was posted to."""
+
+    port: int
+    received: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def alerts(self, receiver: str) -> list[dict[str, Any]]:
+        with self.lock:
+            return [alert for payload in self.received.get(receiver, []) for alert in payload["alerts"]]
+
+    def receivers(self) -> set[str]:
+        with self.lock:
+            return set(self.received)
+
+
+@contextmanager
+def webhook() -> Iterator[Webhook]:
+    hook = Webhook(free_port())
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            receiver = urllib.parse.unquote(self.path.strip("/"))
+            with hook.lock:
+                hook.received.setdefault(receiver, []).append(json.loads(body))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", hook.port), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield hook
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Prometheus:
+    url: str
+
+    def query(self, expr: str) -> list[dict[str, Any]]:
+        data = http_json(f"{self.url}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")
+        result: list[dict[str, Any]] = data["data"]["result"]
+        return result
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        groups: list[dict[str, Any]] = http_json(f"{self.url}/api/v1/rules")["data"]["groups"]
+        return groups
+
+
+@contextmanager
+def prometheus(
+    workdir: Path, rule_files: list[Path], alertmanager_port: int | None, blocks: Path
+) -> Iterator[Prometheus]:
+    port = free_port()
+    config: dict[str, Any] = {
+        "global": {"evaluation_interval": "2s", "scrape_interval": "1m"},
+        "rule_files": [str(path) for path in rule_files],
+        "storage": {"tsdb": {"out_of_order_time_window": "2h"}},
+    }
+    if alertmanager_port is not None:
+        config["alerting"] = {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{alertmanager_port}"]}]}]}
+    (workdir / "prometheus.yml").write_text(json.dumps(config), encoding="utf-8")
+    args = [
+        "prometheus",
+        f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={blocks}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--rules.alert.resend-delay=2s",
+        "--rules.alert.for-grace-period=1s",
+    ]
+    with process(args, workdir / "prometheus.log") as proc:
+        url = f"http://127.0.0.1:{port}"
+        ready = wait_until(lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200, 30)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError((workdir / "prometheus.log").read_text(errors="replace")[-3000:])
+        yield Prometheus(url)
+
+
+@dataclass
+class Alertmanager:
+    url: str
+    port: int
+
+    def alerts(self, **filters: str) -> list[dict[str, Any]]:
+        query = urllib.parse.urlencode({**filters})
+        alerts: list[dict[str, Any]] = http_json(f"{self.url}/api/v2/alerts?{query}")
+        return alerts
+
+
+@contextmanager
+def alertmanager(workdir: Path, config: Path) -> Iterator[Alertmanager]:
+    port = free_port()
+    args = [
+        "prometheus-alertmanager",
+        f"--config.file={config}",
+        f"--storage.path={workdir / 'am-data'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--cluster.listen-address=",
+    ]
+    with process(args, workdir / "alertmanager.log") as proc:
+        url = f"http://127.0.0.1:{port}"
+        ready = wait_until(lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200, 30)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError((workdir / "alertmanager.log").read_text(errors="replace")[-3000:])
+        yield Alertmanager(url, port)
+
+
+def backfill(openmetrics: str, workdir: Path) -> Path:
+    """Write blocks for the given OpenMetrics text and return the TSDB directory."""
+    source = workdir / "input.om"
+    source.write_text(openmetrics, encoding="utf-8")
+    blocks = workdir / "tsdb"
+    result = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(blocks)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise RuntimeError(result.stderr[-3000:])
+    return blocks
+
+
+def backfill_rules(prom: Prometheus, rule_file: Path, start: int, end: int, blocks: Path, workdir: Path) -> None:
+    """Evaluate recording rules over the past with promtool and add the blocks to the TSDB.
+
+    The caller restarts Prometheus so it loads them; rules that read other recorded series
+    must be backfilled in a later stage (promtool evaluates each file against the server).
+    """
+    output = workdir / f"backfill-{rule_file.stem}"
+    result = subprocess.run(
+        [
+            "promtool",
+            "tsdb",
+            "create-blocks-from",
+            "rules",
+            f"--start={start}",
+            f"--end={end}",
+            f"--url={prom.url}",
+            f"--output-dir={output}",
+            str(rule_file),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise RuntimeError(result.stderr[-3000:])
+    for block in output.iterdir():
+        if block.is_dir():
+            block.rename(blocks / block.name)
