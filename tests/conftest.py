@@ -132,11 +132,17 @@ def run_cli() -> RunCli:
     return _run_cli
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from tests import test_e2e
+
+    test_e2e.EVALUATION_REPORT.unlink(missing_ok=True)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Report the rule groups' evaluation times measured by the end-to-end tier."""
     from tests import test_e2e
 
-    if test_e2e.EVALUATION_TIMES:
-        terminalreporter.section("rule group evaluation time (real Prometheus)")
-        for line in test_e2e.EVALUATION_TIMES:
+    if test_e2e.EVALUATION_REPORT.exists():
+        terminalreporter.section("rule group evaluation time (real Prometheus 2.42)")
+        for line in test_e2e.EVALUATION_REPORT.read_text(encoding="utf-8").splitlines():
             terminalreporter.write_line(line)
