@@ -13,7 +13,7 @@ from compiler.load import discover
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = sorted((REPO_ROOT / "schemas").glob("*.schema.json"))
-SPEC_FILES = discover(REPO_ROOT / "slo_specs")
+SPEC_FILES = [path for path in discover(REPO_ROOT / "slo_specs") if path.suffix != ".jsonnet"]
 SCHEMA_LINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.MULTILINE)
 KIND_SCHEMA = {"SLO": "slo.schema.json", "Owners": "owners.schema.json", "Project": "project.schema.json"}
 

@@ -34,6 +34,7 @@ from compiler.targets import (  # noqa: E402  (they import TargetError)
     prometheus,
     promtool_tests,
     rule_profiles,
+    runbooks,
 )
 
 TARGETS: tuple[tuple[str, Target], ...] = (
@@ -42,6 +43,7 @@ TARGETS: tuple[tuple[str, Target], ...] = (
     ("rule-profiles", rule_profiles.render),
     ("alertmanager", alertmanager.render),
     ("grafana", grafana.render),
+    ("runbooks", runbooks.render),
 )
 
 

@@ -1,0 +1,82 @@
+// LIST volume per apiserver resource: the shared shape of the list-volume-* specs.
+//
+// Schema: ../../../schemas/slo.schema.json (kind: SLO). Jsonnet has no
+// `yaml-language-server` header; the compiler validates the evaluated objects against
+// the same schema as the YAML specs.
+//
+// apiserver-list-storm judges LISTs against their own level an hour earlier (relative);
+// these specs add an absolute ceiling per resource, which catches the storm that grows
+// slowly (a per-node poller rolled out over a day) and the one that was already there
+// an hour ago. Each spec is judged per cluster and scope (cluster or namespace): a
+// cluster-scope LIST of a large type costs up to 10 APF seats, a namespace-scope one
+// usually 1.
+{
+  // One spec.
+  //   name      spec name (lower-case DNS label), e.g. 'list-volume-pods'
+  //   resource  the apiserver `resource` label value, e.g. 'pods'
+  //   max       LIST/s per (cluster, scope) above which the volume is out of range
+  //   reason    why that number (shown in alerts and runbooks)
+  //   normal    a typical healthy LIST/s, the scenario's baseline
+  //   storm     {description, scope, value}: the scenario that must fire
+  listVolume(name, resource, max, reason, normal, storm):: {
+    apiVersion: 'slo-compiler/v1',
+    kind: 'SLO',
+    name: name,
+    family: 'watch-list-volume',
+    owner: 'platform-apiserver',
+    k8s_versions: '1.28-1.31',
+    description: |||
+      LIST requests per second for %(r)s, per cluster and scope, against an absolute
+      ceiling of %(max)s/s. Every LIST that misses the watch cache builds its whole response
+      in apiserver memory; a per-node client that LISTs %(r)s (instead of watching through
+      a shared informer) multiplies by 7,500 nodes. apiserver-list-storm catches sudden
+      jumps; this ceiling catches volume that grew slowly or never went away.
+    ||| % { r: resource, max: max },
+    slice: {
+      by: ['cluster', 'scope'],
+      selector: '{job="apiserver"}',
+    },
+    sli: {
+      gauge: {
+        // 2m rate, like apiserver-list-storm: a herd shows within two evaluations.
+        expr: 'sum by (cluster, scope) (rate(apiserver_request_total{verb="LIST",resource="%s"}[2m]))' % resource,
+        aggregate: 'sum',
+      },
+    },
+    unit: 'per_second',
+    normal_range: {
+      max: max,
+      reason: reason,
+    },
+    persistence: { 'for': '5m' },
+    mitigation: {
+      summary: 'Attribute the %s LISTs to a FlowSchema and identity, pause the rollout that started them, and cap the client with a dedicated FlowSchema until it uses informers.' % resource,
+      steps: [
+        'Split by client flow: topk(5, sum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_dispatched_requests_total{job="apiserver"}[5m]))), then kubectl get --raw /debug/api_priority_and_fairness/dump_requests for the UserName column; audit logs give the userAgent for verb=list, resource=%s.' % resource,
+        'Check how much of it reaches etcd: sum by (resource) (rate(apiserver_storage_list_fetched_objects_total{job="apiserver",resource=~"%s.*"}[5m])) (see watch-cache-bypass).' % resource,
+        'Pause the rollout of the DaemonSet or Job that matches the identity: kubectl rollout pause daemonset/<name> -n <ns>, or suspend the Job (kubectl patch job <name> -n <ns> -p \'{"spec":{"suspend":true}}\').',
+        'Contain it: create a FlowSchema (precedence below 9000) matching its ServiceAccount that points at a priority level with nominalConcurrencyShares 5, lendablePercent 0, queueLengthLimit 50 and distinguisher ByUser.',
+        'Before resuming, the owner adds 0-60 s start-up jitter, shared informers with resourceVersion=0, field selectors (spec.nodeName for per-node agents) and backoff with jitter on 429.',
+      ],
+      stop_conditions: [
+        'The LISTs come from kube-controller-manager or kube-scheduler after a leader change, or from kubelets and kube-proxy during a node-image rollout: a one-off relist; wait 10 minutes before throttling anything.',
+        'Do not throttle the system, node-high or workload-high priority levels: nodes and controllers depend on them.',
+      ],
+      escalation: 'If apf-protected-level-rejections or apiserver-concurrency-saturation fire at the same time, page the platform-apiserver secondary immediately; otherwise ticket the client\'s owning team.',
+    },
+    scenarios: [
+      {
+        name: 'per-node-poller',
+        description: storm.description,
+        slice: { scope: storm.scope },
+        shape: [
+          { 'for': '10m', value: normal },
+          { 'for': '1m', ramp_to: storm.value },  // the poller's rollout reaches every node
+          { 'for': '15m', value: storm.value },
+        ],
+        // 1m onset + 2m for the 2m rate + 5m persistence, with margin.
+        expect: [{ alert: 'AboveNormalRange', fires_by: '20m' }],
+      },
+    ],
+  },
+}
