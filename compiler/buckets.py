@@ -49,30 +49,3 @@ KNOWN_BUCKETS: dict[str, tuple[float, ...]] = {
     "etcd_disk_wal_fsync_duration_seconds": _exponential(0.001, 2, 14),
     "etcd_disk_backend_commit_duration_seconds": _exponential(0.001, 2, 14),
 }
-
-
-def go_float(value: float) -> str:
-    """Format like Go's strconv.FormatFloat(v, 'g', -1, 64), which writes ``le`` labels."""
-    if value == 0:
-        return "0"
-    digits = repr(float(value))
-    mantissa, _, exponent_text = digits.partition("e")
-    sign = "-" if mantissa.startswith("-") else ""
-    mantissa = mantissa.lstrip("-")
-    whole, _, frac = mantissa.partition(".")
-    if frac == "0" and not exponent_text:
-        frac = ""
-    exponent = int(exponent_text) if exponent_text else 0
-    significant = (whole + frac).lstrip("0")
-    point = len(whole) + exponent if whole != "0" else exponent - (len(frac) - len(frac.lstrip("0")))
-    significant = significant.rstrip("0") or "0"
-    exp10 = point - 1
-    if exp10 < -4 or exp10 >= 6:  # Go switches to %e at 1e+06 for shortest output
-        head, tail = significant[0], significant[1:]
-        body = f"{head}.{tail}" if tail else head
-        return f"{sign}{body}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
-    if point <= 0:
-        return f"{sign}0.{'0' * -point}{significant}"
-    if point >= len(significant):
-        return f"{sign}{significant}{'0' * (point - len(significant))}"
-    return f"{sign}{significant[:point]}.{significant[point:]}"

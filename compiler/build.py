@@ -8,13 +8,12 @@ be crossed, windows that do not fit the period, labels that an aggregation loses
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from compiler import promql
-from compiler.buckets import KNOWN_BUCKETS, go_float
+from compiler.buckets import KNOWN_BUCKETS
 from compiler.budget import estimate
 from compiler.diagnostics import Diagnostics
 from compiler.load import Document, PathKey
@@ -46,6 +45,7 @@ from compiler.model import (
     Team,
     Unit,
 )
+from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher, PromQLError
 from compiler.registry import build_project, build_teams
 from compiler.validate import _suggest, validate_document
@@ -78,11 +78,6 @@ DEFAULT_POLICY: tuple[PolicyStep, ...] = (
     PolicyStep("ticket", DAY, 2 * HOUR, 0.10, HOUR),
     PolicyStep("ticket", 3 * DAY, 6 * HOUR, 0.10, 3 * HOUR),
 )
-
-
-def clean_number(value: float) -> float:
-    """Round away binary noise (14.4 * 0.01 = 0.14400000000000002) so rules read as written."""
-    return float(f"{value:.12g}")
 
 
 def parse_percent(value: Any) -> float | None:
@@ -810,6 +805,3 @@ def _position_of(documents: list[Document], name: str) -> Any:
         if document.data.get("name") == name:
             return document.position(("name",))
     raise KeyError(name)  # pragma: no cover
-
-
-__all__ = ["DEFAULT_POLICY", "build_model", "camel", "clean_number", "math"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from compiler.buckets import go_float
 from compiler.budget import Estimate, estimate
 from compiler.model import SLO, Model
+from compiler.numbers import clean_number, go_float
 from compiler.promql import format_duration
 from compiler.targets.prometheus import alert_rules, recording_rules
 
@@ -47,14 +47,14 @@ def explain(model: Model, slo: SLO) -> str:
         objective = slo.objective
         add(
             f"objective: {go_float(objective.target * 100)}% over {format_duration(objective.period_ms)} "
-            f"(budget {go_float(float(f'{objective.budget * 100:.12g}'))}%)"
+            f"(budget {go_float(clean_number(objective.budget * 100))}%)"
         )
     add("")
     add("alerts:")
     for rule in alert_rules(model, slo):
         details = [rule.labels["severity"], f"for {format_duration(rule.for_ms)}"]
         if rule.burn is not None and slo.objective is not None:
-            threshold = float(f"{rule.burn.factor * slo.objective.budget:.12g}")
+            threshold = slo.objective.threshold(rule.burn)
             details.insert(
                 1,
                 f"{format_duration(rule.burn.long_ms)}/{format_duration(rule.burn.short_ms)} windows over "

@@ -25,8 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler import minieval, promql, synth
-from compiler.buckets import go_float
 from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
+from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher
 from compiler.timeline import Timeline, render_counter, render_gauge
 
@@ -66,7 +66,7 @@ def _series_text(labels: Mapping[str, str]) -> str:
 
 def _fmt(value: float) -> float:
     """Round away binary noise so promtool input stays readable and exact."""
-    return float(f"{value:.12g}")
+    return clean_number(value)
 
 
 class Inputs:

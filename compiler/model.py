@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from compiler.diagnostics import Position
+from compiler.numbers import clean_number
 from compiler.promql import Matcher
 
 Severity = Literal["page", "ticket", "info"]
@@ -160,6 +161,10 @@ class Objective:
     @property
     def budget(self) -> float:
         return 1.0 - self.target
+
+    def threshold(self, burn: BurnAlert) -> float:
+        """The error ratio a window pair alerts above: its factor times the budget."""
+        return clean_number(burn.factor * self.budget)
 
 
 @dataclass(frozen=True)

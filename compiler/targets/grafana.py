@@ -17,11 +17,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from compiler import series
-from compiler.buckets import go_float
 from compiler.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
 from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team
+from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
-from compiler.targets.prometheus import AlertRule, alert_rules, clean
+from compiler.targets.prometheus import AlertRule, alert_rules
 
 with warnings.catch_warnings():
     # The SDK's dashboard modules warn at import time that the v2 schema is preferred; we emit v1
@@ -153,7 +153,7 @@ def _stat(ids: _Ids, title: str, description: str, unit: str, span: int, height:
 
 
 def _percent(value: float) -> str:
-    return f"{go_float(clean(value * 100))}%"
+    return f"{go_float(clean_number(value * 100))}%"
 
 
 def _format(slo: SLO, value: float) -> str:
@@ -284,7 +284,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
             8,
         )
         .with_target(_query(_scoped(f"1 - ({series.window_ratio(slo, series.HOUR)})", slo), slice_legend, "A"))
-        .thresholds(_thresholds([(None, RED), (clean(objective.target), GREEN)]))
+        .thresholds(_thresholds([(None, RED), (clean_number(objective.target), GREEN)]))
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     budget_what = (
@@ -311,7 +311,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     panels: list[Panel] = [sli, budget_stat, budget_series]
-    budget_text = go_float(clean(objective.budget))
+    budget_text = go_float(clean_number(objective.budget))
     burn_rules = [rule for rule in rules if rule.kind == "burn"]
     for burn, span in zip(objective.burn_alerts, _spans(len(objective.burn_alerts)), strict=True):
         long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
@@ -340,7 +340,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
                     "B",
                 )
             )
-            .thresholds(_thresholds([(None, GREEN), (clean(burn.factor), RED)]))
+            .thresholds(_thresholds([(None, GREEN), (clean_number(burn.factor), RED)]))
             .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
         )
         panels.append(panel)

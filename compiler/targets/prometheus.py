@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compiler import series
-from compiler.buckets import go_float
 from compiler.build import alert_names_for
 from compiler.links import runbook_url
 from compiler.model import (
@@ -29,6 +28,7 @@ from compiler.model import (
     Slice,
     StateSLI,
 )
+from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher, format_duration, render_selector
 from compiler.yamlout import dump
 
@@ -195,7 +195,7 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     rules.append(_record(series.TOTAL_1H, f"avg_over_time({series.recorded(series.TOTAL_5M, slo)}[1h])", slo))
     rules.append(_record(series.BAD_1H, f"avg_over_time({series.recorded(series.BAD_5M, slo)}[1h])", slo))
     period = format_duration(slo.objective.period_ms)
-    budget = go_float(clean(slo.objective.budget))
+    budget = go_float(clean_number(slo.objective.budget))
     rules.append(
         _record(
             series.BUDGET_REMAINING,
@@ -206,10 +206,6 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
         )
     )
     return rules
-
-
-def clean(value: float) -> float:
-    return float(f"{value:.12g}")
 
 
 def _go_text(text: str) -> str:
@@ -235,7 +231,7 @@ _HUMANIZE = {
 
 def _format_value(slo: SLO, number: float) -> str:
     if slo.unit == "ratio":
-        return f"{go_float(clean(number * 100))}%"
+        return f"{go_float(clean_number(number * 100))}%"
     suffix = {"seconds": "s", "bytes": "B", "bytes_per_second": "B/s", "per_second": "/s"}.get(slo.unit, "")
     return f"{go_float(number)}{suffix}"
 
@@ -295,7 +291,7 @@ def _annotations(model: Model, slo: SLO, name: str, summary: str, description: s
 def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
     objective = slo.objective
     assert objective is not None
-    threshold = go_float(clean(burn.factor * objective.budget))
+    threshold = go_float(objective.threshold(burn))
     long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
     expr = (
         f"(\n  {series.window_ratio(slo, burn.long_ms)}\n) > {threshold}\n"
@@ -303,7 +299,7 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
     )
     period = format_duration(objective.period_ms)
     exhaustion = format_duration(int(objective.period_ms / burn.factor) // 60_000 * 60_000)
-    target = f"{go_float(clean(objective.target * 100))}%"
+    target = f"{go_float(clean_number(objective.target * 100))}%"
     summary = (
         f"{slo.name}: error budget burning {go_float(burn.factor)}x too fast over {long_w} and {short_w} "
         f"({_slice_text(slo)})"

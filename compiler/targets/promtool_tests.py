@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler import gotemplate, series
-from compiler.buckets import go_float
 from compiler.inputs import InputError, Inputs
 from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI
+from compiler.numbers import go_float
 from compiler.promql import Matcher, format_duration, quote, render_selector
 from compiler.targets import TargetError
 from compiler.targets.prometheus import AlertRule, alert_rules, rules_path
@@ -251,7 +251,7 @@ class _SpecTests:
 
     def threshold(self, rule: AlertRule) -> float:
         assert rule.burn is not None and self.slo.objective is not None
-        return float(f"{rule.burn.factor * self.slo.objective.budget:.12g}")
+        return self.slo.objective.threshold(rule.burn)
 
     def calm(self) -> Group:
         calm = self.calm_value()

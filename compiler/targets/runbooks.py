@@ -34,7 +34,6 @@ from pathlib import Path
 import jinja2
 
 from compiler import links, series
-from compiler.buckets import go_float
 from compiler.model import (
     FAMILY_TITLES,
     SLO,
@@ -50,6 +49,7 @@ from compiler.model import (
     StateSLI,
     Team,
 )
+from compiler.numbers import clean_number, go_float
 from compiler.promql import PromQLError, analyse, format_duration, render_selector
 from compiler.targets import prometheus
 
@@ -193,7 +193,7 @@ def url(text: str) -> str:
 
 
 def _percent(ratio: float) -> str:
-    return f"{go_float(prometheus.clean(ratio * 100))}%"
+    return f"{go_float(clean_number(ratio * 100))}%"
 
 
 def format_value(slo: SLO, number: float) -> str:
@@ -277,7 +277,7 @@ def _bad_condition(slo: SLO) -> BadCondition | None:
     """What "bad" means for the investigation: burning budget, else leaving the normal range."""
     offsets = (0, BEFORE_MS)
     if slo.objective is not None:
-        budget = go_float(prometheus.clean(slo.objective.budget))
+        budget = go_float(clean_number(slo.objective.budget))
         lookback = max((burn.long_ms for burn in slo.objective.burn_alerts), default=DAY)
         return BadCondition(
             words=f"the 5m error ratio is above the budget rate {budget} (burn rate above 1)",
@@ -334,7 +334,7 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
             sli.append(Query(f"Raw expression recorded as {code(rule['record'])}:", rule["expr"]))
     sections: dict[str, list[Query]] = {"SLI per slice": sli}
     if slo.objective is not None:
-        budget = go_float(prometheus.clean(slo.objective.budget))
+        budget = go_float(clean_number(slo.objective.budget))
         sections["Burn rate per window"] = [
             Query(
                 f"Burn rate over {format_duration(window)} (error ratio over the {budget} budget; 1 spends it "
@@ -353,7 +353,7 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
     if slo.counts_events:
         top.append(Query(f"The {TOP} slices with the highest 5m error ratio:", f"topk({TOP}, {value})"))
         if slo.objective is not None:
-            budget = go_float(prometheus.clean(slo.objective.budget))
+            budget = go_float(clean_number(slo.objective.budget))
             top.append(
                 Query(
                     f"The {TOP} slices burning budget fastest over 1h:",
@@ -656,7 +656,7 @@ def runbook(model: Model, slo: SLO) -> str:
         "dashboard_hint": dashboard_hint(model, slo),
         "budget_percent": _percent(slo.objective.budget) if slo.objective else "",
         "budget_time": (
-            format_duration(round(prometheus.clean(slo.objective.budget) * slo.objective.period_ms / 1000) * 1000)
+            format_duration(round(clean_number(slo.objective.budget) * slo.objective.period_ms / 1000) * 1000)
             if slo.objective
             else ""
         ),

@@ -1,0 +1,35 @@
+"""Numbers as Prometheus and Go write them, without binary noise."""
+
+from __future__ import annotations
+
+
+def clean_number(value: float) -> float:
+    """Round away binary noise (14.4 * 0.01 = 0.14400000000000002) so rules read as written."""
+    return float(f"{value:.12g}")
+
+
+def go_float(value: float) -> str:
+    """Format like Go's strconv.FormatFloat(v, 'g', -1, 64), which writes ``le`` labels."""
+    if value == 0:
+        return "0"
+    digits = repr(float(value))
+    mantissa, _, exponent_text = digits.partition("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    mantissa = mantissa.lstrip("-")
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0" and not exponent_text:
+        frac = ""
+    exponent = int(exponent_text) if exponent_text else 0
+    significant = (whole + frac).lstrip("0")
+    point = len(whole) + exponent if whole != "0" else exponent - (len(frac) - len(frac.lstrip("0")))
+    significant = significant.rstrip("0") or "0"
+    exp10 = point - 1
+    if exp10 < -4 or exp10 >= 6:  # Go switches to %e at 1e+06 for shortest output
+        head, tail = significant[0], significant[1:]
+        body = f"{head}.{tail}" if tail else head
+        return f"{sign}{body}e{'-' if exp10 < 0 else '+'}{abs(exp10):02d}"
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{significant}"
+    if point >= len(significant):
+        return f"{sign}{significant}{'0' * (point - len(significant))}"
+    return f"{sign}{significant[:point]}.{significant[point:]}"
