@@ -292,17 +292,18 @@ class _SpecBuilder:
         for matcher in matchers:
             if matcher.name == "__name__":
                 self.error(("slice", "selector"), "slice.selector must not name a metric; give only label matchers")
-        join = None
-        if "join" in raw:
-            join_raw = raw["join"]
+        raw_joins = raw.get("join", [])
+        joins = []
+        for index, join_raw in enumerate(raw_joins if isinstance(raw_joins, list) else [raw_joins]):
+            key: PathKey = ("slice", "join", index) if isinstance(raw_joins, list) else ("slice", "join")
             try:
                 info_name, info_matchers = promql.parse_selector(join_raw["metric"])
             except PromQLError as exc:
-                self.error(("slice", "join", "metric"), f"invalid PromQL selector in slice.join.metric: {exc}")
+                self.error((*key, "metric"), f"invalid PromQL selector in slice.join metric: {exc}")
                 info_name, info_matchers = None, ()
-            on = self.label_names(("slice", "join", "on"), join_raw["on"])
-            labels = self.label_names(("slice", "join", "labels"), join_raw["labels"])
-            join = Join(Selector(info_name, info_matchers), on, labels)
+            on = self.label_names((*key, "on"), join_raw["on"])
+            labels = self.label_names((*key, "labels"), join_raw["labels"])
+            joins.append(Join(Selector(info_name, info_matchers), on, labels))
         cardinality = raw.get("cardinality", {})
         for label in cardinality:
             if label not in by:
@@ -310,7 +311,7 @@ class _SpecBuilder:
         return Slice(
             by=by,
             matchers=tuple(m for m in matchers if m.name != "__name__"),
-            join=join,
+            joins=tuple(joins),
             cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
         )
 
@@ -319,14 +320,8 @@ class _SpecBuilder:
         kind = next(iter(raw))
         body = raw[kind]
         base: PathKey = ("sli", kind)
-        # An expression must keep the slice labels it provides itself, and the labels the join matches on.
-        selectors_keep = (
-            slice_.by
-            if slice_.join is None
-            else tuple(
-                dict.fromkeys([*(label for label in slice_.by if label not in slice_.join.labels), *slice_.join.on])
-            )
-        )
+        # An expression must keep the slice labels it provides itself, and the labels the joins match on.
+        selectors_keep = slice_.source_labels
         if kind == "ratio":
             if ("bad" in body) == ("good" in body):
                 self.error(base, "sli.ratio needs exactly one of 'bad' or 'good' (and 'total')", at_key=True)

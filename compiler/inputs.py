@@ -203,8 +203,7 @@ class Inputs:
         else:
             for _, matchers in promql.analyse(sli.expr).selectors:
                 found.extend(matchers)
-        join = self.slo.slice.join
-        if join is not None:
+        for join in self.slo.slice.joins:
             found.extend(m for m in join.info.matchers if m.name in join.labels)
         return found
 
@@ -228,21 +227,18 @@ class Inputs:
             values[label] = value
         return values
 
+    def _unit_value(self, label: str, slice_name: str, unit: int) -> str:
+        return f"{label.replace('_', '-')}-{slice_name}-{unit}"
+
     def _unit_labels(self, slice_name: str, unit: int, extra: Sequence[str]) -> dict[str, str]:
-        """Labels that tell units (nodes, instances) apart and that joins match on."""
-        labels: dict[str, str] = {}
-        join = self.slo.slice.join
-        names = list(join.on) if join else []
-        names += [label for label in extra if label not in names]
-        for label in names:
-            if label in self.slo.slice.by:
-                continue
-            labels[label] = f"{label.replace('_', '-')}-{slice_name}-{unit}"
-        return labels
+        """Labels that tell units (nodes, instances) apart and that the joins match on, as raw series carry them."""
+        attached = set(self.slo.slice.joined_labels)
+        names = [label for label in self.slo.slice.source_labels if label not in self.slo.slice.by]
+        names += [label for label in extra if label not in names and label not in attached]
+        return {label: self._unit_value(label, slice_name, unit) for label in names if label not in self.slo.slice.by}
 
     def _fixed(self, slice_name: str, unit: int, extra: Sequence[str] = ()) -> dict[str, str]:
-        join = self.slo.slice.join
-        joined = set(join.labels) if join else set()
+        joined = set(self.slo.slice.joined_labels)
         fixed = {k: v for k, v in self._slice_values[slice_name].items() if k not in joined}
         fixed.update(self._unit_labels(slice_name, unit, extra))
         return fixed
@@ -256,15 +252,17 @@ class Inputs:
         return labels
 
     def _info_series(self, slice_name: str, unit: int, extra: Sequence[str] = ()) -> list[_Template]:
-        join = self.slo.slice.join
-        if join is None:
-            return []
-        fixed = {**self._unit_labels(slice_name, unit, extra)}
-        for label in (*join.on, *join.labels):
-            if label in self._slice_values[slice_name]:
-                fixed[label] = self._slice_values[slice_name][label]
-        labels = self._labels_for(join.info, fixed, "the join's info metric")
-        return [_Template(labels, False, lambda v, r, u, n: 1.0, unit)]
+        """One info series per join for this unit; a unit label keeps one value across all of them."""
+        templates = []
+        slice_values = self._slice_values[slice_name]
+        for join in self.slo.slice.joins:
+            fixed = {
+                label: slice_values[label] if label in slice_values else self._unit_value(label, slice_name, unit)
+                for label in (*join.on, *join.labels)
+            }
+            labels = self._labels_for(join.info, fixed, "a join's info metric")
+            templates.append(_Template(labels, False, lambda v, r, u, n: 1.0, unit))
+        return templates
 
     # -- per kind -----------------------------------------------------------------------
 

@@ -84,8 +84,23 @@ class Join:
 class Slice:
     by: tuple[str, ...]
     matchers: tuple[Matcher, ...]
-    join: Join | None
+    joins: tuple[Join, ...]  # applied in order; a later join may match on labels an earlier one attached
     cardinality: tuple[tuple[str, int], ...] = ()  # declared distinct values per label, for series budgets
+
+    @property
+    def joined_labels(self) -> tuple[str, ...]:
+        """Labels the joins attach (absent from the raw series)."""
+        return tuple(dict.fromkeys(label for join in self.joins for label in join.labels))
+
+    @property
+    def source_labels(self) -> tuple[str, ...]:
+        """Labels the raw series must carry: slice labels not attached by a join, and what joins match on."""
+        attached: set[str] = set()
+        needed: list[str] = [label for label in self.by if label not in self.joined_labels]
+        for join in self.joins:
+            needed += [label for label in join.on if label not in attached]
+            attached.update(join.labels)
+        return tuple(dict.fromkeys(needed))
 
 
 @dataclass(frozen=True)

@@ -67,13 +67,12 @@ def _selector(selector: Selector, extra: Sequence[Matcher] = ()) -> str:
 
 
 def _joined(vector: str, slice_: Slice) -> str:
-    """Attach slice labels from the join's info metric (whose value must be 1)."""
-    join = slice_.join
-    if join is None:
-        return vector
-    keys = [*join.on, *join.labels]
-    info = render_selector(join.info.metric, join.info.matchers)
-    return f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
+    """Attach slice labels from the joins' info metrics (whose values must be 1), in order."""
+    for join in slice_.joins:
+        keys = [*join.on, *join.labels]
+        info = render_selector(join.info.metric, join.info.matchers)
+        vector = f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
+    return vector
 
 
 def _indent(text: str, spaces: int = 2) -> str:
@@ -148,7 +147,7 @@ def _total_and_bad(slo: SLO) -> tuple[str, str]:
         return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
     if isinstance(sli, StateSLI):
         state = _joined(f"({sli.expr})", slo.slice)
-        bad_state = f"({state})" if slo.slice.join else state
+        bad_state = f"({state})" if slo.slice.joins else state
         return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
     raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
 

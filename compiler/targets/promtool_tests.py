@@ -398,7 +398,8 @@ class _SpecTests:
             start = max(quiet + self.first, math.ceil((quiet + self.first) / 60) * 60 if hourly else 0)
             resumed[self.pair(rule)] = (start, start + (fires - onset))
         check = max(start for start, _ in resumed.values())
-        end = max(check, min(fires for _, fires in resumed.values())) + 1
+        budget_at = max(check, 60)  # the budget reads hourly points: the first exists at the first full hour
+        end = max(budget_at, min(fires for _, fires in resumed.values())) + 1
         timeline = Timeline((1.0,) * (quiet + 1), (0.0,) * (quiet + 1)).then(1.0, end - quiet, rate=10.0)
         group = Group(
             f"zero traffic for {_t(quiet)}: nothing fires and nothing is NaN; when failing traffic returns, "
@@ -432,7 +433,7 @@ class _SpecTests:
         group.promql.append(
             {
                 "expr": f"count({budget} == {budget})",
-                "eval_time_m": check,
+                "eval_time_m": budget_at,
                 "exp_samples": [{"labels": "{}", "value": 1}],
             }
         )

@@ -667,9 +667,7 @@ def runbook(model: Model, slo: SLO) -> str:
         "band_bounds": lambda band: [b for d in _directions(band) for b in bounds(slo, band, d)],
         "format_value": lambda number: format_value(slo, number),
         "selector": render_selector(None, slo.slice.matchers) if slo.slice.matchers else "",
-        "join_info": (
-            render_selector(slo.slice.join.info.metric, slo.slice.join.info.matchers) if slo.slice.join else ""
-        ),
+        "join_info": [render_selector(join.info.metric, join.info.matchers) for join in slo.slice.joins],
         "presence_series": series.recorded(series.presence_series(slo), slo),
         "see_also": [(item, _see_also_target(model, item)) for item in slo.see_also],
     }
