@@ -54,7 +54,7 @@
       steps: [
         'Split by client flow: topk(5, sum by (flow_schema, priority_level) (rate(apiserver_flowcontrol_dispatched_requests_total{job="apiserver"}[5m]))), then kubectl get --raw /debug/api_priority_and_fairness/dump_requests for the UserName column; audit logs give the userAgent for verb=list, resource=%s.' % resource,
         'Check how much of it reaches etcd: sum by (resource) (rate(apiserver_storage_list_fetched_objects_total{job="apiserver",resource=~"%s.*"}[5m])) (see watch-cache-bypass).' % resource,
-        'Pause the rollout of the DaemonSet or Job that matches the identity: kubectl rollout pause daemonset/<name> -n <ns>, or suspend the Job (kubectl patch job <name> -n <ns> -p \'{"spec":{"suspend":true}}\').',
+        'Stop the rollout that matches the identity (kubectl rollout pause does not apply to DaemonSets): kubectl -n <ns> patch daemonset <name> --type=merge -p \'{"spec":{"updateStrategy":{"type":"OnDelete"}}}\', or suspend the Job (kubectl patch job <name> -n <ns> -p \'{"spec":{"suspend":true}}\').',
         'Contain it: create a FlowSchema (precedence below 9000) matching its ServiceAccount that points at a priority level with nominalConcurrencyShares 5, lendablePercent 0, queueLengthLimit 50 and distinguisher ByUser.',
         'Before resuming, the owner adds 0-60 s start-up jitter, shared informers with resourceVersion=0, field selectors (spec.nodeName for per-node agents) and backoff with jitter on 429.',
       ],
