@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from compiler import promql
 from compiler.buckets import KNOWN_BUCKETS
@@ -51,6 +51,11 @@ from compiler.registry import build_project, build_teams
 from compiler.validate import _suggest, validate_document
 
 MINUTE = 60_000
+EXPECTATION_KINDS: dict[str, Literal["firing", "silent", "nothing"]] = {
+    "fires_by": "firing",
+    "silent_until": "silent",
+    "nothing_fires_until": "nothing",
+}
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
@@ -637,9 +642,7 @@ class _SpecBuilder:
                             (*key, "alert"),
                             f"'{given_name}' is not an alert of this spec ({', '.join(sorted(alerts))}){hint}",
                         )
-                expectations.append(
-                    Expectation({"fires_by": "firing", "silent_until": "silent"}.get(kind, "nothing"), name, at_ms)  # type: ignore[arg-type]
-                )
+                expectations.append(Expectation(EXPECTATION_KINDS[kind], name, at_ms))
             result.append(
                 Scenario(
                     name=item["name"],

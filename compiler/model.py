@@ -305,7 +305,7 @@ class Smtp:
     require_tls: bool
 
 
-DEFAULT_TIMING: dict[str, Timing] = {
+DEFAULT_TIMING: dict[Severity, Timing] = {
     "page": Timing(30_000, 5 * 60_000, 4 * 3_600_000),
     "ticket": Timing(5 * 60_000, 30 * 60_000, 24 * 3_600_000),
     "info": Timing(10 * 60_000, 60 * 60_000, 7 * 24 * 3_600_000),
@@ -345,7 +345,7 @@ class Project:
     runbook_base_url: str
     evaluation_interval_ms: int
     grafana_base_url: str = "https://grafana.example.com"
-    timing: tuple[tuple[Severity, Timing], ...] = tuple(DEFAULT_TIMING.items())  # type: ignore[arg-type]
+    timing: tuple[tuple[Severity, Timing], ...] = tuple(DEFAULT_TIMING.items())
     resolve_timeout_ms: int = 5 * 60_000
     smtp: Smtp | None = None
     automations: tuple[Automation, ...] = ()
