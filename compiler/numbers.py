@@ -33,3 +33,18 @@ def go_float(value: float) -> str:
     if point >= len(significant):
         return f"{sign}{significant}{'0' * (point - len(significant))}"
     return f"{sign}{significant[:point]}.{significant[point:]}"
+
+
+_SUFFIXES = {"seconds": "s", "bytes": "B", "bytes_per_second": "B/s", "per_second": "/s"}
+
+
+def percent(ratio: float) -> str:
+    """0.995 -> '99.5%'."""
+    return f"{go_float(clean_number(ratio * 100))}%"
+
+
+def format_value(unit: str, number: float) -> str:
+    """A value in a spec's unit, the same way in alerts, runbooks and dashboards."""
+    if unit == "ratio":
+        return percent(number)
+    return f"{go_float(number)}{_SUFFIXES.get(unit, '')}"

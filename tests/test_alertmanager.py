@@ -9,7 +9,6 @@ hostile annotation text is rendered inert by the notification templates.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 from collections.abc import Iterator
@@ -21,26 +20,15 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.cli import compile_specs
 from compiler.gotemplate import render as render_annotation
 from compiler.model import Model
 from compiler.targets import alertmanager
 from compiler.targets.prometheus import alert_rules
+from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_DIRS = {"fixtures": REPO_ROOT / "tests" / "fixtures" / "specs", "library": REPO_ROOT / "slo_specs"}
 TEMPLATE_SOURCE = REPO_ROOT / "compiler" / "templates" / "slo-compiler.tmpl"
-
-
-def build(spec_dir: Path, cwd: Path = REPO_ROOT) -> Model:
-    previous = Path.cwd()
-    os.chdir(cwd)  # source paths are shown relative to the working directory
-    try:
-        model, diagnostics = compile_specs(spec_dir)
-    finally:
-        os.chdir(previous)
-    assert model is not None and not diagnostics, diagnostics.render()
-    return model
 
 
 def write(files: dict[str, bytes], out: Path) -> Path:
@@ -112,7 +100,7 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Generated:
 
 
 def _generate(name: str, tmp_path_factory: pytest.TempPathFactory) -> Generated:
-    model = build(SPEC_DIRS[name])
+    model = compile_tree(SPEC_DIRS[name])
     files = alertmanager.render(model)
     return Generated(SPEC_DIRS[name], model, files, write(files, tmp_path_factory.mktemp(name)))
 
@@ -468,7 +456,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (specs / "owners.yaml").write_text(HOSTILE_OWNERS, encoding="utf-8")
     (specs / "project.yaml").write_text(HOSTILE_PROJECT, encoding="utf-8")
     (specs / "network" / "dns-errors.yaml").write_text(HOSTILE_SLO, encoding="utf-8")
-    model = build(specs, cwd=root)
+    model = compile_tree(specs, cwd=root)
     out = write(alertmanager.render(model), root / "generated")
     alerts = []
     for rule in alert_rules(model, model.slos[0]):
@@ -563,5 +551,5 @@ def test_plain_text_is_printed_verbatim_and_never_evaluated(hostile: tuple[Path,
 
 def test_rendering_twice_gives_identical_bytes(generated: Generated) -> None:
     assert alertmanager.render(generated.model) == generated.files
-    rebuilt = build(generated.spec_dir)
+    rebuilt = compile_tree(generated.spec_dir)
     assert alertmanager.render(rebuilt) == generated.files

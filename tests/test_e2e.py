@@ -15,7 +15,6 @@ after the receiver, so routing and inhibition are exactly what the platform depl
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -27,11 +26,11 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.cli import compile_specs
 from compiler.inputs import Inputs
 from compiler.model import SLO, Model
 from compiler.timeline import Timeline
 from tests import engines
+from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GENERATED = REPO_ROOT / "generated"
@@ -52,14 +51,7 @@ EVALUATION_REPORT = REPO_ROOT / ".cache" / "e2e-rule-evaluation.txt"
 
 @pytest.fixture(scope="module")
 def model() -> Model:
-    cwd = Path.cwd()
-    os.chdir(REPO_ROOT)
-    try:
-        built, diagnostics = compile_specs(Path("slo_specs"))
-    finally:
-        os.chdir(cwd)
-    assert built is not None, diagnostics.render()
-    return built
+    return compile_tree(REPO_ROOT / "slo_specs")
 
 
 def slo(model: Model, name: str) -> SLO:

@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from compiler import yamlout
-from compiler.cli import compile_specs
 from compiler.targets import render_all
+from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SPECS = REPO_ROOT / "tests" / "fixtures" / "specs"
@@ -22,14 +22,7 @@ GOLDEN = REPO_ROOT / "tests" / "golden"
 
 
 def compile_fixtures() -> dict[str, bytes]:
-    cwd = Path.cwd()
-    os.chdir(REPO_ROOT)  # source paths in headers are shown relative to the repo root
-    try:
-        model, diagnostics = compile_specs(FIXTURE_SPECS)
-    finally:
-        os.chdir(cwd)
-    assert model is not None, diagnostics.render()
-    return render_all(model)
+    return render_all(compile_tree(FIXTURE_SPECS))
 
 
 FILES = compile_fixtures()

@@ -7,7 +7,6 @@ the SDK's own decoder is the structural validator, ``compiler.promql`` the query
 from __future__ import annotations
 
 import json
-import os
 import re
 import typing
 import warnings
@@ -18,7 +17,6 @@ from typing import Any
 import pytest
 
 from compiler import links, promql, series
-from compiler.cli import compile_specs
 from compiler.model import FAMILY_TITLES, SLO, Model, Unit
 from compiler.targets import grafana, prometheus
 
@@ -29,24 +27,15 @@ with warnings.catch_warnings():
     from grafana_foundation_sdk.models import dashboard as sdk_dashboard
     from grafana_foundation_sdk.models import prometheus as sdk_prometheus
 
+from tests.support import compile_tree
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_DIRS = {"library": REPO_ROOT / "slo_specs", "fixtures": REPO_ROOT / "tests" / "fixtures" / "specs"}
 
 Json = dict[str, Any]
 
 
-def compile_model(spec_dir: Path) -> Model:
-    cwd = Path.cwd()
-    os.chdir(REPO_ROOT)  # as tests/test_golden.py: sources are shown relative to the repo root
-    try:
-        model, diagnostics = compile_specs(spec_dir)
-    finally:
-        os.chdir(cwd)
-    assert model is not None, diagnostics.render()
-    return model
-
-
-MODELS = {key: compile_model(path) for key, path in SPEC_DIRS.items()}
+MODELS = {key: compile_tree(path) for key, path in SPEC_DIRS.items()}
 RENDERED = {key: grafana.render(model) for key, model in MODELS.items()}
 CASES = [(key, name) for key in sorted(RENDERED) for name in sorted(RENDERED[key])]
 IDS = [f"{key}/{Path(name).stem}" for key, name in CASES]
@@ -210,7 +199,7 @@ def test_json_is_normalised_and_on_the_current_schema(key: str, name: str) -> No
 
 @pytest.mark.parametrize("key", sorted(MODELS))
 def test_rendering_twice_gives_identical_bytes(key: str) -> None:
-    assert grafana.render(compile_model(SPEC_DIRS[key])) == RENDERED[key]
+    assert grafana.render(compile_tree(SPEC_DIRS[key])) == RENDERED[key]
 
 
 # -- queries ------------------------------------------------------------------------------

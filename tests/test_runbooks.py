@@ -8,7 +8,6 @@ never by searching the raw text for what the generator meant to write.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import shutil
 from pathlib import Path
@@ -20,10 +19,10 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from compiler import links
-from compiler.cli import compile_specs
 from compiler.model import Model
 from compiler.promql import parse_expr
 from compiler.targets import prometheus, runbooks
+from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 LIBRARY_SPECS = REPO_ROOT / "slo_specs"
@@ -35,17 +34,6 @@ MARKDOWN = MarkdownIt("commonmark").enable("table")
 
 
 # -- helpers ----------------------------------------------------------------------------
-
-
-def compile_tree(spec_dir: Path) -> Model:
-    cwd = Path.cwd()
-    os.chdir(REPO_ROOT)  # source paths are shown relative to the repo root
-    try:
-        model, diagnostics = compile_specs(spec_dir)
-    finally:
-        os.chdir(cwd)
-    assert model is not None and not diagnostics, diagnostics.render()
-    return model
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from typing import Any
 from compiler import series
 from compiler.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
 from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team
-from compiler.numbers import clean_number, go_float
+from compiler.numbers import clean_number, format_value, go_float, percent
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
 from compiler.targets.prometheus import AlertRule, alert_rules
 
@@ -152,17 +152,6 @@ def _stat(ids: _Ids, title: str, description: str, unit: str, span: int, height:
     )
 
 
-def _percent(value: float) -> str:
-    return f"{go_float(clean_number(value * 100))}%"
-
-
-def _format(slo: SLO, value: float) -> str:
-    if slo.unit == "ratio":
-        return _percent(value)
-    suffix = {"seconds": " s", "bytes": " B", "bytes_per_second": " B/s", "per_second": "/s"}.get(slo.unit, "")
-    return f"{go_float(value)}{suffix}"
-
-
 def _runbook_root(model: Model, slo: SLO) -> str:
     """The spec's runbook page itself (``runbook_url`` without the alert's anchor)."""
     return f"{model.project.runbook_base_url}/{slo.name}.md"
@@ -267,7 +256,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
     objective = slo.objective
     assert objective is not None
     period = format_duration(objective.period_ms)
-    target = _percent(objective.target)
+    target = percent(objective.target)
     slice_legend = _legend(slo)
     sli = (
         _timeseries(
@@ -288,7 +277,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     budget_what = (
-        f"Share of the {period} error budget ({_percent(objective.budget)} of events) still unspent, per slice, "
+        f"Share of the {period} error budget ({percent(objective.budget)} of events) still unspent, per slice, "
         f"from `{series.BUDGET_REMAINING}`; below 0 the objective is missed."
     )
     budget = series.recorded(series.BUDGET_REMAINING, slo)
@@ -383,13 +372,13 @@ def _bands(slo: SLO) -> list[tuple[Range, str]]:
 def _band_text(slo: SLO, band: Range, label: str) -> str:
     bounds = []
     if band.minimum is not None:
-        bounds.append(f"min {_format(slo, band.minimum)}")
+        bounds.append(f"min {format_value(slo.unit, band.minimum)}")
     if band.maximum is not None:
-        bounds.append(f"max {_format(slo, band.maximum)}")
+        bounds.append(f"max {format_value(slo.unit, band.maximum)}")
     rel = band.relative
     if rel is not None:
         offset = format_duration(rel.offset_ms)
-        floor = f" (only above {_format(slo, rel.floor)})" if rel.floor else ""
+        floor = f" (only above {format_value(slo.unit, rel.floor)})" if rel.floor else ""
         if rel.max_factor is not None:
             bounds.append(f"above {go_float(rel.max_factor)}x its value {offset} ago{floor}")
         if rel.min_factor is not None:
@@ -542,7 +531,7 @@ def _overview_panel(model: Model, slo: SLO, ids: _Ids, span: int) -> Panel:
     if slo.objective is not None:
         period = format_duration(slo.objective.period_ms)
         what = (
-            f"Owner {slo.owner.name}. Error budget left of the {_percent(slo.objective.target)} objective over "
+            f"Owner {slo.owner.name}. Error budget left of the {percent(slo.objective.target)} objective over "
             f"{period}, worst selected slice (`{series.BUDGET_REMAINING}`)."
         )
         return (

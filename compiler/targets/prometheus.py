@@ -28,7 +28,7 @@ from compiler.model import (
     Slice,
     StateSLI,
 )
-from compiler.numbers import clean_number, go_float
+from compiler.numbers import clean_number, format_value, go_float
 from compiler.promql import Matcher, format_duration, render_selector
 from compiler.yamlout import dump
 
@@ -228,13 +228,6 @@ _HUMANIZE = {
 }
 
 
-def _format_value(slo: SLO, number: float) -> str:
-    if slo.unit == "ratio":
-        return f"{go_float(clean_number(number * 100))}%"
-    suffix = {"seconds": "s", "bytes": "B", "bytes_per_second": "B/s", "per_second": "/s"}.get(slo.unit, "")
-    return f"{go_float(number)}{suffix}"
-
-
 @dataclass(frozen=True)
 class AlertRule:
     """One alerting rule, with what it means, so tests and runbooks need not re-parse the YAML."""
@@ -306,7 +299,7 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
     description = (
         f"{_slice_text(slo)}: the error ratio over {long_w} is {_HUMANIZE['ratio']} and the {short_w} window "
         f"agrees, above {go_float(burn.factor)}x the budget of the {target} objective over {period} "
-        f"(threshold {_format_value(slo, burn.factor * objective.budget)}). At this rate the whole {period} "
+        f"(threshold {format_value(slo.unit, burn.factor * objective.budget)}). At this rate the whole {period} "
         f"budget is gone in {exhaustion}."
     )
     name = f"{slo.alert_name}ErrorBudgetBurn"
@@ -338,7 +331,7 @@ def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[Alert
         parts, bounds = [], []
         if static is not None:
             parts.append(f"{now} {op} {go_float(static)}")
-            bounds.append(f"{'max' if direction == 'Above' else 'min'} {_format_value(slo, static)}")
+            bounds.append(f"{'max' if direction == 'Above' else 'min'} {format_value(slo.unit, static)}")
         if factor is not None and rel is not None:
             past = series.value(slo, rel.offset_ms)
             offset = format_duration(rel.offset_ms)
@@ -349,7 +342,7 @@ def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[Alert
                     cond += f"\n  and {now} > {floor}"
                 bounds.append(
                     f"{go_float(factor)}x its value {offset} ago"
-                    + (f" once above {_format_value(slo, rel.floor)}" if rel.floor else "")
+                    + (f" once above {format_value(slo.unit, rel.floor)}" if rel.floor else "")
                 )
             else:
                 cond = f"{now} < {go_float(factor)} * {past}"
@@ -357,7 +350,7 @@ def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[Alert
                     cond += f"\n  and {past} > {floor}"
                 bounds.append(
                     f"{go_float(factor)}x its value {offset} ago"
-                    + (f" when that was above {_format_value(slo, rel.floor)}" if rel.floor else "")
+                    + (f" when that was above {format_value(slo.unit, rel.floor)}" if rel.floor else "")
                 )
             parts.append(cond)
         expr = parts[0] if len(parts) == 1 else "(\n  " + "\n)\nor\n(\n  ".join(parts) + "\n)"

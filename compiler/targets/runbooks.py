@@ -33,7 +33,7 @@ from pathlib import Path
 
 import jinja2
 
-from compiler import links, series
+from compiler import links, numbers, series
 from compiler.model import (
     FAMILY_TITLES,
     SLO,
@@ -192,16 +192,9 @@ def url(text: str) -> str:
 # -- numbers and bounds -----------------------------------------------------------------
 
 
-def _percent(ratio: float) -> str:
-    return f"{go_float(clean_number(ratio * 100))}%"
-
-
 def format_value(slo: SLO, number: float) -> str:
     """A value in the spec's unit, as the alert annotations write it."""
-    if slo.unit == "ratio":
-        return _percent(number)
-    suffix = {"seconds": "s", "bytes": "B", "bytes_per_second": "B/s", "per_second": "/s"}.get(slo.unit, "")
-    return f"{go_float(number)}{suffix}"
+    return numbers.format_value(slo.unit, number)
 
 
 def _directions(band: Range) -> list[str]:
@@ -518,7 +511,7 @@ class AlertView:
 def _pair(slo: SLO, burn: BurnAlert) -> Pair:
     assert slo.objective is not None
     exhaustion = int(slo.objective.period_ms / burn.factor) // MINUTE * MINUTE
-    return Pair(burn, _percent(burn.factor * slo.objective.budget), format_duration(exhaustion))
+    return Pair(burn, numbers.percent(burn.factor * slo.objective.budget), format_duration(exhaustion))
 
 
 def alert_views(model: Model, slo: SLO) -> list[AlertView]:
@@ -654,13 +647,13 @@ def runbook(model: Model, slo: SLO) -> str:
         "automation": _automation(model, slo),
         "dashboard": dashboard(model, slo.owner),
         "dashboard_hint": dashboard_hint(model, slo),
-        "budget_percent": _percent(slo.objective.budget) if slo.objective else "",
+        "budget_percent": numbers.percent(slo.objective.budget) if slo.objective else "",
         "budget_time": (
             format_duration(round(clean_number(slo.objective.budget) * slo.objective.period_ms / 1000) * 1000)
             if slo.objective
             else ""
         ),
-        "target_percent": _percent(slo.objective.target) if slo.objective else "",
+        "target_percent": numbers.percent(slo.objective.target) if slo.objective else "",
         "bands": [
             (label, band) for label, band in (("Normal", slo.normal_range), ("Critical", slo.critical_range)) if band
         ],
