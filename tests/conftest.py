@@ -45,7 +45,19 @@ runbook_base_url: https://runbooks.example.com/slo
 evaluation_interval: 1m
 """
 
-VALID_SLO = """\
+# Lines 10-16 of the valid spec: the SLI and its objective; tests swap in other SLI kinds.
+RATIO_SLI_AND_OBJECTIVE = """\
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
+    total: coredns_dns_responses_total
+objective:
+  target: 99.9%
+  period: 30d
+"""
+
+VALID_SLO = (
+    """\
 apiVersion: slo-compiler/v1
 kind: SLO
 name: dns-errors
@@ -55,13 +67,9 @@ description: Cluster DNS answers without SERVFAIL.
 slice:
   by: [cluster]
   selector: '{job="kube-dns"}'
-sli:
-  ratio:
-    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
-    total: coredns_dns_responses_total
-objective:
-  target: 99.9%
-  period: 30d
+"""
+    + RATIO_SLI_AND_OBJECTIVE
+    + """\
 persistence:
   for: 10m
 mitigation:
@@ -72,6 +80,7 @@ mitigation:
     - An upstream zone is down.
   escalation: Page the network on-call.
 """
+)
 
 # Where the SLO spec lives inside the spec tree.
 SLO_RELATIVE = Path("network") / "dns-errors.yaml"

@@ -61,6 +61,17 @@ def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
                 proc.wait(timeout=10)
 
 
+@contextmanager
+def serving(args: list[str], port: int, log: Path) -> Iterator[str]:
+    """Run a server and yield its URL once /-/ready answers; its log is the error when it does not."""
+    with process(args, log) as proc:
+        url = f"http://127.0.0.1:{port}"
+        ready = wait_until(lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200, 30)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError(log.read_text(errors="replace")[-3000:])
+        yield url
+
+
 @dataclass
 class Webhook:
     """Records every Alertmanager notification, keyed by the receiver path it was posted to."""
@@ -139,11 +150,7 @@ def prometheus(
         "--rules.alert.resend-delay=2s",
         "--rules.alert.for-grace-period=1s",
     ]
-    with process(args, workdir / "prometheus.log") as proc:
-        url = f"http://127.0.0.1:{port}"
-        ready = wait_until(lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200, 30)
-        if not ready or proc.poll() is not None:
-            raise RuntimeError((workdir / "prometheus.log").read_text(errors="replace")[-3000:])
+    with serving(args, port, workdir / "prometheus.log") as url:
         yield Prometheus(url)
 
 
@@ -168,11 +175,7 @@ def alertmanager(workdir: Path, config: Path) -> Iterator[Alertmanager]:
         f"--web.listen-address=127.0.0.1:{port}",
         "--cluster.listen-address=",
     ]
-    with process(args, workdir / "alertmanager.log") as proc:
-        url = f"http://127.0.0.1:{port}"
-        ready = wait_until(lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200, 30)
-        if not ready or proc.poll() is not None:
-            raise RuntimeError((workdir / "alertmanager.log").read_text(errors="replace")[-3000:])
+    with serving(args, port, workdir / "alertmanager.log") as url:
         yield Alertmanager(url, port)
 
 

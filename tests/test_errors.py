@@ -11,22 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import RATIO_SLI_AND_OBJECTIVE
+
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
 SLO = "specs/network/dns-errors.yaml"
 OWNERS = "specs/owners.yaml"
 PROJECT = "specs/project.yaml"
-
-# Lines 10-16 of the valid spec: the SLI and its objective; tests swap in other SLI kinds.
-RATIO_SLI_AND_OBJECTIVE = """\
-sli:
-  ratio:
-    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
-    total: coredns_dns_responses_total
-objective:
-  target: 99.9%
-  period: 30d
-"""
 
 
 def edit(path: Path, old: str, new: str) -> None:
