@@ -15,11 +15,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from compiler.build import build_model
-from compiler.diagnostics import Diagnostics
-from compiler.load import load_tree
+from compiler.source.build import build_model
+from compiler.source.diagnostics import Diagnostics
+from compiler.source.load import load_tree
+from compiler.source.schema import validate_document
 from compiler.targets import render_all
-from compiler.validate import validate_document
 
 OWNERS = """\
 apiVersion: slo-compiler/v1

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from compiler.budget import Estimate, estimate
 from compiler.model import SLO, Model
-from compiler.numbers import clean_number, go_float
+from compiler.model.budget import Estimate, estimate
 from compiler.promql import format_duration
 from compiler.targets.prometheus import alert_rules, recording_rules
+from compiler.text.numbers import clean_number, go_float
 
 
 def budget_report(model: Model) -> str:

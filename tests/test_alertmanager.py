@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.gotemplate import render as render_annotation
 from compiler.model import Model
 from compiler.targets import alertmanager
 from compiler.targets.prometheus import alert_rules
+from compiler.targets.prometheus.proof.gotemplate import render as render_annotation
 from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

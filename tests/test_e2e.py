@@ -1,7 +1,7 @@
 """End to end on the real engines: generated rules in Prometheus, the generated routing in Alertmanager.
 
 One spec per family is fed an incident on backfilled synthetic data (the same inputs the
-promtool tests use, built by ``compiler.inputs``); the alerts must reach the owner's
+promtool tests use, built by ``compiler.targets.prometheus.proof.inputs``); the alerts must reach the owner's
 receivers with the generated labels and annotations, a page must inhibit the ticket of the
 same slice, and a calm data set must page nobody. Every rule group must evaluate without
 error; their evaluation times are reported at the end of the run.
@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.inputs import Inputs
 from compiler.model import SLO, Model
-from compiler.timeline import Timeline
+from compiler.targets.prometheus.proof.inputs import Inputs
+from compiler.targets.prometheus.proof.timeline import Timeline
 from tests import engines
 from tests.support import compile_tree
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from compiler import yamlout
 from compiler.targets import render_all
+from compiler.text import yamlout
 from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

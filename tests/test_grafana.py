@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from compiler import links, promql, series
-from compiler.model import FAMILY_TITLES, SLO, Model, Unit
+from compiler import promql
+from compiler.model import FAMILY_TITLES, SLO, Model, Unit, links, series
 from compiler.targets import grafana, prometheus
 
 with warnings.catch_warnings():

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from compiler.humanize import humanize, humanize1024, humanize_duration, humanize_percentage
+from compiler.targets.prometheus.proof.humanize import humanize, humanize1024, humanize_duration, humanize_percentage
 
 VALUES = [
     0.0,

@@ -1,4 +1,4 @@
-"""Tests for compiler.minieval: the steady-state PromQL evaluator."""
+"""Tests for compiler.promql.evaluate: the steady-state PromQL evaluator."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from compiler.minieval import Series, Unsupported, evaluate
 from compiler.promql import PromQLError
+from compiler.promql.evaluate import Series, Unsupported, evaluate
 
 Result = list[tuple[dict[str, str], float]]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from compiler.numbers import go_float
+from compiler.text.numbers import go_float
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RULES = REPO_ROOT / "tests" / "golden" / "prometheus" / "rules"

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from compiler import promql
-from compiler.build import DEFAULT_POLICY
-from compiler.numbers import clean_number
+from compiler.source.build import DEFAULT_POLICY
+from compiler.text.numbers import clean_number
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RULE_FILES = sorted((REPO_ROOT / "generated" / "prometheus" / "rules").glob("*.yaml")) + sorted(

@@ -18,8 +18,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from compiler import links
-from compiler.model import Model
+from compiler.model import Model, links
 from compiler.promql import parse_expr
 from compiler.targets import prometheus, runbooks
 from tests.support import compile_tree

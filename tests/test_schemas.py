@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from compiler.load import discover
+from compiler.source.load import discover
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = sorted((REPO_ROOT / "schemas").glob("*.schema.json"))

@@ -1,4 +1,4 @@
-"""Tests for compiler.synth: label values and series that satisfy PromQL matchers."""
+"""Tests for compiler.promql.synth: label values and series that satisfy PromQL matchers."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 
 from compiler.promql import Matcher
-from compiler.synth import label_value, matches, satisfies, series_labels
+from compiler.promql.synth import label_value, matches, satisfies, series_labels
 
 
 def m(name: str, op: str, value: str) -> Matcher:

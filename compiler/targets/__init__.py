@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.diagnostics import Diagnostics
 from compiler.model import SLO, Model
+from compiler.source.diagnostics import Diagnostics
 
 Target = Callable[[Model], dict[str, bytes]]
 
@@ -32,10 +32,10 @@ from compiler.targets import (  # noqa: E402  (they import TargetError)
     alertmanager,
     grafana,
     prometheus,
-    promtool_tests,
-    rule_profiles,
     runbooks,
 )
+from compiler.targets.prometheus import profiles as rule_profiles  # noqa: E402
+from compiler.targets.prometheus import proof as promtool_tests  # noqa: E402
 
 TARGETS: tuple[tuple[str, Target], ...] = (
     ("prometheus", prometheus.render),

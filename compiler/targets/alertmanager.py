@@ -25,7 +25,7 @@ from typing import Any
 from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
 from compiler.promql import format_duration
 from compiler.targets.prometheus import alert_rules
-from compiler.yamlout import dump
+from compiler.text.yamlout import dump
 
 ALERTMANAGER_DIR = "alertmanager"
 CONFIG_PATH = f"{ALERTMANAGER_DIR}/alertmanager.yaml"

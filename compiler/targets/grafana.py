@@ -3,7 +3,7 @@
 A pure function of the model, built with grafana-foundation-sdk's typed builders and
 serialised with its JSON encoder, then normalised (sorted keys, two-space indent) so the
 output is byte-stable. Every query reads only the series the Prometheus target records
-(``slo:*`` and ``slo_info``, see ``compiler.series``) and ``ALERTS``: no dashboard
+(``slo:*`` and ``slo_info``, see ``compiler.model.series``) and ``ALERTS``: no dashboard
 recomputes a window from raw series. Each query is scoped to the dashboard's slice
 variables with ``label=~"$label"``; an "All" selection is ``.*`` so series without the
 label (a no-data alert) still match.
@@ -16,12 +16,11 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiler import series
-from compiler.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
-from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team
-from compiler.numbers import clean_number, format_value, go_float, percent
+from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team, series
+from compiler.model.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
 from compiler.targets.prometheus import AlertRule, alert_rules
+from compiler.text.numbers import clean_number, format_value, go_float, percent
 
 with warnings.catch_warnings():
     # The SDK's dashboard modules warn at import time that the v2 schema is preferred; we emit v1

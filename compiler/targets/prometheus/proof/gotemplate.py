@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from compiler.humanize import humanize, humanize1024, humanize_duration, humanize_percentage
+from compiler.targets.prometheus.proof.humanize import humanize, humanize1024, humanize_duration, humanize_percentage
 
 _ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
 _FUNCTIONS: dict[str, Callable[[float], str]] = {

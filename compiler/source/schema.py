@@ -17,10 +17,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from compiler.diagnostics import Diagnostics
-from compiler.load import Document
+from compiler.source.diagnostics import Diagnostics
+from compiler.source.load import Document
 
-SCHEMA_DIR = Path(__file__).resolve().parent.parent / "schemas"
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
 KINDS = {"SLO": "slo", "Owners": "owners", "Project": "project"}
 
 _TYPE_NAMES = {

@@ -1,7 +1,7 @@
 """promtool unit tests that prove every alert a spec emits: it fires, it stays silent, it resolves.
 
 A pure function of the model, like every target. For each alert the generator builds
-synthetic raw input series (``compiler.inputs``) from an SLI-level timeline and states
+synthetic raw input series (``compiler.targets.prometheus.proof.inputs``) from an SLI-level timeline and states
 what promtool must see:
 
 - a calm baseline in which nothing fires (also the slice every other test leaves alone);
@@ -28,15 +28,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler import gotemplate, series
-from compiler.inputs import InputError, Inputs
-from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI
-from compiler.numbers import go_float
+from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, series
 from compiler.promql import Matcher, format_duration, quote, render_selector
 from compiler.targets import TargetError
 from compiler.targets.prometheus import AlertRule, alert_rules, rules_path
-from compiler.timeline import EventSeries, Timeline
-from compiler.yamlout import dump
+from compiler.targets.prometheus.proof import gotemplate
+from compiler.targets.prometheus.proof.inputs import InputError, Inputs
+from compiler.targets.prometheus.proof.timeline import EventSeries, Timeline
+from compiler.text.numbers import go_float
+from compiler.text.yamlout import dump
 
 TESTS_DIR = "prometheus/tests"
 MINUTE = 60_000

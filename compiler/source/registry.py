@@ -10,8 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import promql
-from compiler.diagnostics import Diagnostics
-from compiler.load import Document, PathKey
 from compiler.model import (
     DEFAULT_TIMING,
     Automation,
@@ -25,6 +23,8 @@ from compiler.model import (
     Team,
     Timing,
 )
+from compiler.source.diagnostics import Diagnostics
+from compiler.source.load import Document, PathKey
 
 MINUTE = 60_000
 DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"

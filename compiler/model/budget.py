@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from compiler.model import SLO, ClusterProfile
-from compiler.series import recorded_names
+from compiler.model.series import recorded_names
 
 HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
 

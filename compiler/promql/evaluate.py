@@ -38,7 +38,7 @@ from compiler.promql import (
     is_valid_label_name,
     parse_expr,
 )
-from compiler.synth import matches
+from compiler.promql.synth import matches
 
 __all__ = ["Series", "Unsupported", "evaluate"]
 

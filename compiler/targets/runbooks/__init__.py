@@ -2,7 +2,7 @@
 
 A pure function of the model, rendered from the Jinja2 templates in ``compiler/templates``.
 Every alert's ``runbook_url`` points at ``runbooks/<spec>.md#<alert name in lower case>``
-(``compiler.links``), so each page has one heading per alert name, spelled exactly as the
+(``compiler.model.links``), so each page has one heading per alert name, spelled exactly as the
 alert. Pairs of burn windows that share an alert name share that heading.
 
 Spec text (descriptions, reasons, mitigation, owners) is written by people and may hold
@@ -33,7 +33,6 @@ from pathlib import Path
 
 import jinja2
 
-from compiler import links, numbers, series
 from compiler.model import (
     FAMILY_TITLES,
     SLO,
@@ -48,12 +47,15 @@ from compiler.model import (
     Selector,
     StateSLI,
     Team,
+    links,
+    series,
 )
-from compiler.numbers import clean_number, go_float
 from compiler.promql import PromQLError, analyse, format_duration, render_selector
 from compiler.targets import prometheus
+from compiler.text import numbers
+from compiler.text.numbers import clean_number, go_float
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 
 MINUTE = 60_000

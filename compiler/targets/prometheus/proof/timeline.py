@@ -1,7 +1,7 @@
 """SLI-level timelines for generated tests, and what the recorded windows make of them.
 
 A timeline holds, for each minute of a synthetic test, the SLI's value (a gauge value,
-or the share of bad events) and, for event SLIs, the event rate. ``compiler.inputs``
+or the share of bad events) and, for event SLIs, the event rate. ``compiler.targets.prometheus.proof.inputs``
 turns it into raw promtool input series; this module also simulates the recorded 5m
 series and the window averages built on them, so the generator can say when a short
 window clears after an incident (the only timing that is not exact by construction).

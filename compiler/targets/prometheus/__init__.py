@@ -2,7 +2,7 @@
 
 A pure function of the model. Cost rules: only the first recording rules read raw
 series, and only over 5m; every longer window reads the SLO's own recorded,
-slice-aggregated series (see ``compiler.series``). An SLO records at most six series:
+slice-aggregated series (see ``compiler.model.series``). An SLO records at most six series:
 ``slo_info``, bad and total rates over 5m, their 1h averages, and the budget remaining.
 """
 
@@ -12,9 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from compiler import series
-from compiler.build import alert_names_for
-from compiler.links import runbook_url
 from compiler.model import (
     SLO,
     BurnAlert,
@@ -27,10 +24,13 @@ from compiler.model import (
     Selector,
     Slice,
     StateSLI,
+    series,
 )
-from compiler.numbers import clean_number, format_value, go_float
+from compiler.model.links import runbook_url
 from compiler.promql import Matcher, format_duration, render_selector
-from compiler.yamlout import dump
+from compiler.source.build import alert_names_for
+from compiler.text.numbers import clean_number, format_value, go_float
+from compiler.text.yamlout import dump
 
 RULES_DIR = "prometheus/rules"
 RAW_RANGE = "5m"

@@ -13,10 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compiler import promql
-from compiler.buckets import KNOWN_BUCKETS
-from compiler.budget import estimate
-from compiler.diagnostics import Diagnostics
-from compiler.load import Document, PathKey
 from compiler.model import (
     SLI,
     SLO,
@@ -45,10 +41,14 @@ from compiler.model import (
     Team,
     Unit,
 )
-from compiler.numbers import clean_number, go_float
+from compiler.model.buckets import KNOWN_BUCKETS
+from compiler.model.budget import estimate
 from compiler.promql import Matcher, PromQLError
-from compiler.registry import build_project, build_teams
-from compiler.validate import _suggest, validate_document
+from compiler.source.diagnostics import Diagnostics
+from compiler.source.load import Document, PathKey
+from compiler.source.registry import build_project, build_teams
+from compiler.source.schema import _suggest, validate_document
+from compiler.text.numbers import clean_number, go_float
 
 MINUTE = 60_000
 EXPECTATION_KINDS: dict[str, Literal["firing", "silent", "nothing"]] = {

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from compiler.diagnostics import Position
-from compiler.numbers import clean_number
 from compiler.promql import Matcher
+from compiler.source.diagnostics import Position
+from compiler.text.numbers import clean_number
 
 Severity = Literal["page", "ticket", "info"]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]

@@ -5,11 +5,11 @@ units in the bad state) minute by minute, per slice; this module works out which
 series, with which labels and values, produce exactly that through the spec's own
 selectors and expressions:
 
-- label values are synthesised to satisfy every matcher (``compiler.synth``);
+- label values are synthesised to satisfy every matcher (``compiler.promql.synth``);
 - ratio and latency SLIs solve the few counters they read for the wanted bad share,
   taking into account which selector matches which series;
 - gauge and state expressions are driven through a small steady-state evaluator
-  (``compiler.minieval``): one input is scaled, the others held at values that keep the
+  (``compiler.promql.evaluate``): one input is scaled, the others held at values that keep the
   expression linear in it (or, for states, equal to it);
 - quantiles place all observations in one bucket, so only bucket-interpolated values are
   reachable (``achievable`` says which).
@@ -24,11 +24,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from compiler import minieval, promql, synth
+from compiler import promql
 from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
-from compiler.numbers import clean_number, go_float
-from compiler.promql import Matcher
-from compiler.timeline import Timeline, render_counter, render_gauge
+from compiler.promql import Matcher, synth
+from compiler.promql import evaluate as minieval
+from compiler.targets.prometheus.proof.timeline import Timeline, render_counter, render_gauge
+from compiler.text.numbers import clean_number, go_float
 
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
 CALM_STATE_UNITS = 4  # the calm slice only needs to exist

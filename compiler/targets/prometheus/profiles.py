@@ -20,7 +20,7 @@ from typing import Any
 
 from compiler.model import SLO, Model
 from compiler.targets.prometheus import rule_group
-from compiler.yamlout import dump
+from compiler.text.yamlout import dump
 
 
 def _header(what: str, source: str) -> str:

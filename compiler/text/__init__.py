@@ -1,0 +1,1 @@
+"""Formatting shared by the targets: numbers as Prometheus prints them, deterministic YAML."""
