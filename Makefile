@@ -57,8 +57,8 @@ $(VMALERT): ## vmalert from Debian's victoria-metrics package, unpacked (not ins
 lint: $(STAMP) ## ruff
 	$(BIN)/ruff check compiler tests bench
 
-typecheck: $(STAMP) ## mypy --strict
-	$(BIN)/mypy compiler
+typecheck: $(STAMP) ## mypy --strict on compiler, tests and bench
+	$(BIN)/mypy compiler tests bench
 
 promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every generated rule file
 	promtool check rules --lint=all --lint-fatal generated/prometheus/rules/*.yaml

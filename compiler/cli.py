@@ -19,7 +19,8 @@ from compiler.model import Model
 from compiler.source.build import build_model
 from compiler.source.diagnostics import Diagnostics, Position
 from compiler.source.load import load_tree
-from compiler.targets import TargetError, render_all
+from compiler.plan import plan
+from compiler.targets import TargetError, render_plan
 from compiler.write import stale_files, write_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -73,9 +74,10 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
-    if model is not None and not diagnostics:
+    alert_plan = plan(model) if model is not None and not diagnostics else None
+    if alert_plan is not None:
         try:
-            files = render_all(model)
+            files = render_plan(alert_plan)
         except TargetError as exc:
             diagnostics.extend(exc.diagnostics())
     if model is None or diagnostics:
@@ -92,7 +94,8 @@ def _run(args: argparse.Namespace) -> int:
             names = ", ".join(slo.name for slo in model.slos)
             print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
             return EXIT_USAGE
-        sys.stdout.write(explain(model, chosen))
+        assert alert_plan is not None
+        sys.stdout.write(explain(model, alert_plan.of(chosen), files))
         return EXIT_OK
     if args.command == "generate":
         write_tree(files, args.out)

@@ -1,13 +1,22 @@
-"""Human-readable views of a compiled model: series budgets and one spec explained end to end."""
+"""Human-readable views of a compiled model: series budgets and one spec explained end to end.
+
+``explain`` reads the plan for what alerts exist and the generated rule file for their
+PromQL, so it shows exactly what ``generate`` writes without knowing how the rule target
+builds it.
+"""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
+
+import yaml
 
 from compiler.model import SLO, Model
 from compiler.model.budget import Estimate, estimate
+from compiler.model.links import rules_path
+from compiler.plan import SpecPlan
 from compiler.promql import format_duration
-from compiler.targets.prometheus import alert_rules, recording_rules
 from compiler.text.numbers import clean_number, go_float
 
 
@@ -34,8 +43,18 @@ def budget_report(model: Model) -> str:
     return "\n".join(lines) + "\n"
 
 
-def explain(model: Model, slo: SLO) -> str:
+def _rule_group(files: dict[str, bytes], slo: SLO) -> list[dict[str, Any]]:
+    """The rules of the spec's generated rule file, in file order."""
+    document = yaml.safe_load(files[rules_path(slo)].decode("utf-8"))
+    rules: list[dict[str, Any]] = document["groups"][0]["rules"]
+    return rules
+
+
+def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     """Rules, windows, thresholds, estimated series and routing of one spec, in one view."""
+    slo = spec.slo
+    rules = _rule_group(files, slo)
+    alert_exprs = [str(rule["expr"]) for rule in rules if "alert" in rule]
     out: list[str] = []
     add = out.append
     add(f"{slo.name}  ({slo.family}, owner {slo.owner.name}, {slo.mode}; {slo.source}, sha256 {slo.spec_hash})")
@@ -51,8 +70,8 @@ def explain(model: Model, slo: SLO) -> str:
         )
     add("")
     add("alerts:")
-    for rule in alert_rules(model, slo):
-        details = [rule.labels["severity"], f"for {format_duration(rule.for_ms)}"]
+    for rule, expr in zip(spec.alerts, alert_exprs, strict=True):
+        details = [rule.severity, f"for {format_duration(rule.for_ms)}"]
         if rule.burn is not None and slo.objective is not None:
             threshold = slo.objective.threshold(rule.burn)
             details.insert(
@@ -63,10 +82,10 @@ def explain(model: Model, slo: SLO) -> str:
         if rule.keep_firing_for_ms:
             details.append(f"keep firing {format_duration(rule.keep_firing_for_ms)}")
         add(f"  {rule.name}: {', '.join(details)}")
-        add("    " + rule.expr.replace("\n", "\n    "))
+        add("    " + expr.replace("\n", "\n    "))
     add("")
     add("recording rules:")
-    for record in recording_rules(slo):
+    for record in (rule for rule in rules if "record" in rule):
         add(f"  {record['record']}:")
         add("    " + str(record["expr"]).replace("\n", "\n    "))
     add("")

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from compiler.model import Model
+from compiler.plan import plan, plan_spec
 from compiler.targets import alertmanager
 from compiler.targets.prometheus import alert_rules
 from compiler.targets.prometheus.proof.gotemplate import render as render_annotation
@@ -101,7 +102,7 @@ def fixtures(tmp_path_factory: pytest.TempPathFactory) -> Generated:
 
 def _generate(name: str, tmp_path_factory: pytest.TempPathFactory) -> Generated:
     model = compile_tree(SPEC_DIRS[name])
-    files = alertmanager.render(model)
+    files = alertmanager.render(plan(model))
     return Generated(SPEC_DIRS[name], model, files, write(files, tmp_path_factory.mktemp(name)))
 
 
@@ -296,7 +297,7 @@ def test_matcher_values_are_quoted_safely() -> None:
 
 def test_routing_cases_cover_every_alert_and_never_expect_unrouted(generated: Generated) -> None:
     cases = generated.load(alertmanager.ROUTING_TESTS_PATH)
-    rules = [(slo, rule) for slo in generated.model.slos for rule in alert_rules(generated.model, slo)]
+    rules = [(slo, rule) for slo in generated.model.slos for rule in alert_rules(generated.model, plan_spec(slo))]
     assert len(cases) == len(rules) > 0
     for case, (slo, rule) in zip(cases, rules, strict=True):
         assert case["labels"] == {"alertname": rule.name, **rule.labels, **{label: "x" for label in slo.slice.by}}
@@ -457,9 +458,9 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     (specs / "project.yaml").write_text(HOSTILE_PROJECT, encoding="utf-8")
     (specs / "network" / "dns-errors.yaml").write_text(HOSTILE_SLO, encoding="utf-8")
     model = compile_tree(specs, cwd=root)
-    out = write(alertmanager.render(model), root / "generated")
-    alerts = []
-    for rule in alert_rules(model, model.slos[0]):
+    out = write(alertmanager.render(plan(model)), root / "generated")
+    alerts: list[dict[str, Any]] = []
+    for rule in alert_rules(model, plan_spec(model.slos[0])):
         labels = {"alertname": rule.name, **rule.labels, "cluster": HOSTILE_LABEL}
         annotations = {k: render_annotation(v, labels, 0.25) for k, v in rule.annotations.items()}  # as Prometheus
         alerts.append(
@@ -550,6 +551,6 @@ def test_plain_text_is_printed_verbatim_and_never_evaluated(hostile: tuple[Path,
 
 
 def test_rendering_twice_gives_identical_bytes(generated: Generated) -> None:
-    assert alertmanager.render(generated.model) == generated.files
+    assert alertmanager.render(plan(generated.model)) == generated.files
     rebuilt = compile_tree(generated.spec_dir)
-    assert alertmanager.render(rebuilt) == generated.files
+    assert alertmanager.render(plan(rebuilt)) == generated.files

@@ -18,6 +18,7 @@ import pytest
 
 from compiler import promql
 from compiler.model import FAMILY_TITLES, SLO, Model, Unit, links, series
+from compiler.plan import plan, plan_spec
 from compiler.targets import grafana, prometheus
 
 with warnings.catch_warnings():
@@ -36,7 +37,7 @@ Json = dict[str, Any]
 
 
 MODELS = {key: compile_tree(path) for key, path in SPEC_DIRS.items()}
-RENDERED = {key: grafana.render(model) for key, model in MODELS.items()}
+RENDERED = {key: grafana.render(plan(model)) for key, model in MODELS.items()}
 CASES = [(key, name) for key in sorted(RENDERED) for name in sorted(RENDERED[key])]
 IDS = [f"{key}/{Path(name).stem}" for key, name in CASES]
 
@@ -199,7 +200,7 @@ def test_json_is_normalised_and_on_the_current_schema(key: str, name: str) -> No
 
 @pytest.mark.parametrize("key", sorted(MODELS))
 def test_rendering_twice_gives_identical_bytes(key: str) -> None:
-    assert grafana.render(compile_tree(SPEC_DIRS[key])) == RENDERED[key]
+    assert grafana.render(plan(compile_tree(SPEC_DIRS[key]))) == RENDERED[key]
 
 
 # -- queries ------------------------------------------------------------------------------
@@ -338,7 +339,7 @@ def test_panel_descriptions_carry_the_spec_description_and_runbook_links(key: st
     for spec, panel in pairs:
         slo = specs[spec]
         allowed = {f"{model.project.runbook_base_url}/{slo.name}.md"} | {
-            links.runbook_url(model, slo, alert) for alert in prometheus.alert_names(slo)
+            links.runbook_url(model, slo, alert) for alert in plan_spec(slo).alert_names
         }
         description = panel["description"]
         assert slo.description.strip() in description, panel["title"]

@@ -43,14 +43,14 @@ def times_ten(rule: dict[str, Any]) -> bool:
         return f"{match.group(1)} {value * 10 if value else 1}"
 
     mutated = COMPARISON.sub(scale, rule["expr"])
-    changed = mutated != rule["expr"]
+    changed: bool = mutated != rule["expr"]
     rule["expr"] = mutated
     return changed
 
 
 def flip(rule: dict[str, Any]) -> bool:
     mutated = COMPARISON.sub(lambda m: f"{'<' if m.group(1) == '>' else '>'} {m.group(2)}", rule["expr"])
-    changed = mutated != rule["expr"]
+    changed: bool = mutated != rule["expr"]
     rule["expr"] = mutated
     return changed
 

@@ -19,6 +19,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from compiler.model import Model, links
+from compiler.plan import plan, plan_spec
 from compiler.promql import parse_expr
 from compiler.targets import prometheus, runbooks
 from tests.support import compile_tree
@@ -42,7 +43,7 @@ def library_model(tree: str) -> Model:
 
 @functools.cache
 def rendered(tree: str) -> dict[str, str]:
-    return {path: content.decode("utf-8") for path, content in runbooks.render(library_model(tree)).items()}
+    return {path: content.decode("utf-8") for path, content in runbooks.render(plan(library_model(tree))).items()}
 
 
 def github_slug(text: str) -> str:
@@ -161,7 +162,7 @@ def test_every_runbook_url_resolves_to_a_file_and_a_heading(tree: str) -> None:
     base = model.project.runbook_base_url + "/"
     checked = 0
     for slo in model.slos:
-        for rule in prometheus.alert_rules(model, slo):
+        for rule in prometheus.alert_rules(model, plan_spec(slo)):
             url = rule.annotations["runbook_url"]
             assert url.startswith(base), url
             name, _, fragment = url[len(base) :].partition("#")
@@ -241,7 +242,7 @@ def test_burn_thresholds_table_lists_every_window_pair() -> None:
     model = library_model("library")
     slo = next(slo for slo in model.slos if slo.name == "node-readiness")
     rows = table_after(MARKDOWN.parse(rendered("library")[links.runbook_path(slo)]), "Thresholds")
-    assert len(rows) == 1 + len(prometheus.alert_rules(model, slo))
+    assert len(rows) == 1 + len(prometheus.alert_rules(model, plan_spec(slo)))
     first_pair = ["NodeReadinessErrorBudgetBurn", "page", "error budget burn", "1h", "5m", "14.4x", "7.2%", "—"]
     assert rows[1][:8] == first_pair
     assert rows[-1][:3] == ["NodeReadinessNoData", "ticket", "no data"]
@@ -356,7 +357,7 @@ def hostile_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Model, str, 
     model = compile_tree(write_tree(base / "hostile", hostile))
     twin = compile_tree(write_tree(base / "benign", benign))
     path = "runbooks/hostile.md"
-    return model, runbooks.render(model)[path].decode(), runbooks.render(twin)[path].decode()
+    return model, runbooks.render(plan(model))[path].decode(), runbooks.render(plan(twin))[path].decode()
 
 
 def test_hostile_text_renders_no_html(hostile_pair: tuple[Model, str, str]) -> None:
@@ -383,7 +384,7 @@ def test_hostile_text_cannot_change_the_page_structure(hostile_pair: tuple[Model
 def test_hostile_text_keeps_the_thresholds_table_shape(hostile_pair: tuple[Model, str, str]) -> None:
     model, text, _ = hostile_pair
     rows = table_after(MARKDOWN.parse(text), "Thresholds")
-    assert len(rows) == 1 + len(prometheus.alert_rules(model, model.slos[0]))
+    assert len(rows) == 1 + len(prometheus.alert_rules(model, plan_spec(model.slos[0])))
     assert {len(row) for row in rows} == {THRESHOLD_COLUMNS}
     table_lines = [line for line in text.split("\n") if line.startswith("| ")]
     assert len(table_lines) == len(rows) + 1  # the delimiter row; no row was split over lines
@@ -456,9 +457,9 @@ def test_promql_blocks_of_the_hostile_spec_parse(hostile_pair: tuple[Model, str,
 
 @pytest.mark.parametrize("tree", sorted(TREES))
 def test_rendering_is_deterministic(tree: str) -> None:
-    again = runbooks.render(compile_tree(TREES[tree]))
+    again = runbooks.render(plan(compile_tree(TREES[tree])))
     assert {path: content.decode() for path, content in again.items()} == rendered(tree)
-    assert runbooks.render(library_model(tree)) == runbooks.render(library_model(tree))
+    assert runbooks.render(plan(library_model(tree))) == runbooks.render(plan(library_model(tree)))
     for path, text in rendered(tree).items():
         assert not re.search(r"\b20\d\d-\d\d-\d\d", text), f"{path} carries a date"
         assert text.endswith("\n") and not text.endswith("\n\n"), path

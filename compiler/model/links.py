@@ -11,7 +11,13 @@ import hashlib
 from compiler.model import SLO, Model, Team
 
 RUNBOOKS_DIR = "runbooks"
+RULES_DIR = "prometheus/rules"
 MAX_UID = 40  # Grafana's limit on dashboard uids
+
+
+def rules_path(slo: SLO) -> str:
+    """Path of a spec's Prometheus rule file inside ``generated/``."""
+    return f"{RULES_DIR}/{slo.name}.rules.yaml"
 
 
 def runbook_path(slo: SLO) -> str:

@@ -1,7 +1,9 @@
-"""Output targets: each module is a pure function ``render(model) -> {relative path: bytes}``.
+"""Stage 5, the targets: each is a pure function ``render(plan) -> {relative path: bytes}``.
 
-Adding an output means adding a module here and listing it in ``TARGETS``; no other
-stage changes.
+A target reads the model and the plan (``compiler.plan``), never another target, to learn
+which alerts exist. Adding an output means adding a module here and listing it in
+``TARGETS``; no other stage changes. The generated tests and the engine profiles live
+inside the Prometheus target because they are about its rules.
 """
 
 from __future__ import annotations
@@ -9,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from compiler.model import SLO, Model
+from compiler.plan import Plan, plan
 from compiler.source.diagnostics import Diagnostics
 
-Target = Callable[[Model], dict[str, bytes]]
+Target = Callable[[Plan], dict[str, bytes]]
 
 
 class TargetError(Exception):
@@ -49,11 +52,16 @@ TARGETS: tuple[tuple[str, Target], ...] = (
 
 def render_all(model: Model) -> dict[str, bytes]:
     """Every generated file, keyed by its path relative to the output directory."""
+    return render_plan(plan(model))
+
+
+def render_plan(alert_plan: Plan) -> dict[str, bytes]:
+    """Every generated file of an already planned model."""
     files: dict[str, bytes] = {}
     problems: list[tuple[SLO, str]] = []
     for name, render in TARGETS:
         try:
-            rendered = render(model)
+            rendered = render(alert_plan)
         except TargetError as exc:
             problems.extend(exc.problems)
             continue

@@ -23,8 +23,8 @@ from importlib import resources
 from typing import Any
 
 from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
+from compiler.plan import Plan
 from compiler.promql import format_duration
-from compiler.targets.prometheus import alert_rules
 from compiler.text.yamlout import dump
 
 ALERTMANAGER_DIR = "alertmanager"
@@ -279,13 +279,13 @@ def expected_receivers(labels: dict[str, str]) -> list[str]:
     return found
 
 
-def routing_cases(model: Model) -> list[dict[str, Any]]:
+def routing_cases(alert_plan: Plan) -> list[dict[str, Any]]:
     """Every alert of every spec: its static labels, one value per slice label, and its receivers."""
     cases = []
-    for slo in model.slos:
-        for rule in alert_rules(model, slo):
-            labels = {"alertname": rule.name, **rule.labels}
-            for label in slo.slice.by:
+    for spec in alert_plan:
+        for alert in spec.alerts:
+            labels = {"alertname": alert.name, **alert.label_map}
+            for label in spec.slo.slice.by:
                 labels.setdefault(label, SLICE_PLACEHOLDER)
             cases.append({"labels": labels, "receivers": expected_receivers(labels)})
     return cases
@@ -330,7 +330,8 @@ _GENERATED = (
 )
 
 
-def render(model: Model) -> dict[str, bytes]:
+def render(alert_plan: Plan) -> dict[str, bytes]:
+    model = alert_plan.model
     header = _GENERATED.format(count=len(model.slos))
     fragment_header = (
         header + "# A fragment, not a configuration: append `routes` to your root route's `routes` (before any\n"
@@ -345,5 +346,5 @@ def render(model: Model) -> dict[str, bytes]:
         CONFIG_PATH: (header + dump(config(model))).encode("utf-8"),
         FRAGMENT_PATH: (fragment_header + dump(fragment(model))).encode("utf-8"),
         TEMPLATE_PATH: template_source(),
-        ROUTING_TESTS_PATH: (tests_header + dump(routing_cases(model))).encode("utf-8"),
+        ROUTING_TESTS_PATH: (tests_header + dump(routing_cases(alert_plan))).encode("utf-8"),
     }

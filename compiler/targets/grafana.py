@@ -16,10 +16,10 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team, series
+from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team, series, windows
 from compiler.model.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
+from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
-from compiler.targets.prometheus import AlertRule, alert_rules
 from compiler.text.numbers import clean_number, format_value, go_float, percent
 
 with warnings.catch_warnings():
@@ -251,7 +251,7 @@ def _budget_steps() -> list[tuple[float | None, str]]:
     return [(None, RED), (0.0, ORANGE), (0.25, GREEN)]
 
 
-def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _Ids) -> list[Panel]:
+def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids) -> list[Panel]:
     objective = slo.objective
     assert objective is not None
     period = format_duration(objective.period_ms)
@@ -309,7 +309,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _
             f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
             f"The {burn.severity} alert fires when both stay above {factor}x (the dashed line) for "
             f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
-            f"{format_duration(int(objective.period_ms / burn.factor) // 60_000 * 60_000)}."
+            f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
         )
         panel = (
             _timeseries(ids, f"Burn rate {long_w}/{short_w} ({burn.severity}, {factor}x)", "", BURN_UNIT, span, 8)
@@ -390,7 +390,7 @@ def _band_text(slo: SLO, band: Range, label: str) -> str:
     )
 
 
-def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _Ids, span: int) -> Panel:
+def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, span: int) -> Panel:
     bands = _bands(slo)
     what = "\n\n".join(
         [
@@ -432,7 +432,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _Ids, 
     return panel
 
 
-def _alert_state_panel(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: _Ids, span: int) -> Panel:
+def _alert_state_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, span: int) -> Panel:
     alerts = f"ALERTS{{slo={quote(slo.name)}"
     expr = f'max by (alertname) ((2 * {alerts},alertstate="firing"}}) or {alerts},alertstate="pending"}})'
     what = "Each alert of the spec over time, across the selected slices: pending, then firing."
@@ -462,8 +462,8 @@ def _alert_state_panel(model: Model, slo: SLO, rules: Sequence[AlertRule], ids: 
     )
 
 
-def _spec_panels(model: Model, slo: SLO, ids: _Ids) -> list[Panel]:
-    rules = alert_rules(model, slo)
+def _spec_panels(model: Model, spec: SpecPlan, ids: _Ids) -> list[Panel]:
+    slo, rules = spec.slo, spec.alerts
     panels: list[Panel] = []
     if slo.objective is not None:
         panels.extend(_objective_panels(model, slo, rules, ids))
@@ -496,8 +496,9 @@ def _dashboard(
     return builder
 
 
-def _team_dashboard(model: Model, team: Team, slos: Sequence[SLO]) -> db.Dashboard:
+def _team_dashboard(model: Model, team: Team, specs: Sequence[SpecPlan]) -> db.Dashboard:
     ids = _Ids()
+    slos = [spec.slo for spec in specs]
     builder = _dashboard(
         f"SLOs: {team.name}",
         team_dashboard_uid(team),
@@ -514,9 +515,9 @@ def _team_dashboard(model: Model, team: Team, slos: Sequence[SLO]) -> db.Dashboa
         .include_vars(False)
         .target_blank(False)
     )
-    for slo in slos:
-        builder = builder.with_row(db.Row(slo.name).id(ids.next()).collapsed(False))
-        for panel in _spec_panels(model, slo, ids):
+    for spec in specs:
+        builder = builder.with_row(db.Row(spec.slo.name).id(ids.next()).collapsed(False))
+        for panel in _spec_panels(model, spec, ids):
             builder = builder.with_panel(panel)
     return builder
 
@@ -606,12 +607,13 @@ def to_json(builder: db.Dashboard) -> bytes:
     return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def render(model: Model) -> dict[str, bytes]:
+def render(alert_plan: Plan) -> dict[str, bytes]:
+    model = alert_plan.model
     files: dict[str, bytes] = {}
     for team in model.teams:
-        slos = [slo for slo in model.slos if slo.owner.name == team.name]
-        if slos:
-            files[team_dashboard_path(team)] = to_json(_team_dashboard(model, team, slos))
+        specs = [spec for spec in alert_plan if spec.slo.owner.name == team.name]
+        if specs:
+            files[team_dashboard_path(team)] = to_json(_team_dashboard(model, team, specs))
     if model.slos:
         files[OVERVIEW_PATH] = to_json(_overview(model))
     return files

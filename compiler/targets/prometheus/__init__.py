@@ -1,169 +1,25 @@
 """Prometheus recording and alerting rules: one file and one rule group per spec.
 
-A pure function of the model. Cost rules: only the first recording rules read raw
-series, and only over 5m; every longer window reads the SLO's own recorded,
-slice-aggregated series (see ``compiler.model.series``). An SLO records at most six series:
-``slo_info``, bad and total rates over 5m, their 1h averages, and the budget remaining.
+A pure function of the plan: which alerts exist, their names, labels and timing come from
+``compiler.plan``; this module adds only the PromQL and the annotation text.
+
+Cost rules: only the first recording rules read raw series, and only over 5m; every
+longer window reads the SLO's own recorded, slice-aggregated series (see
+``compiler.model.series``). An SLO records at most six series: ``slo_info``, bad and
+total rates over 5m, their 1h averages, and the budget remaining.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from compiler.model import (
-    SLO,
-    BurnAlert,
-    GaugeSLI,
-    LatencySLI,
-    Model,
-    QuantileSLI,
-    Range,
-    RatioSLI,
-    Selector,
-    Slice,
-    StateSLI,
-    series,
-)
-from compiler.model.links import runbook_url
-from compiler.promql import Matcher, format_duration, render_selector
-from compiler.source.build import alert_names_for
+from compiler.model import SLO, BurnAlert, Model, Range, queries, series, windows
+from compiler.model.links import rules_path, runbook_url
+from compiler.plan import AlertSpec, Plan, SpecPlan
+from compiler.promql import format_duration
 from compiler.text.numbers import clean_number, format_value, go_float
 from compiler.text.yamlout import dump
-
-RULES_DIR = "prometheus/rules"
-RAW_RANGE = "5m"
-TERM_LABEL = "__slo_term"
-
-
-# -- naming shared with runbooks, routes and tests --------------------------------------
-
-
-def alert_names(slo: SLO) -> list[str]:
-    """Every alert name a spec produces, in rule order."""
-    return alert_names_for(
-        slo.alert_name, slo.objective is not None, slo.normal_range, slo.critical_range, slo.no_data.enabled
-    )
-
-
-def rules_path(slo: SLO) -> str:
-    return f"{RULES_DIR}/{slo.name}.rules.yaml"
-
-
-# -- PromQL building blocks -------------------------------------------------------------
-
-
-def _by(labels: Sequence[str]) -> str:
-    return f" by ({', '.join(labels)})" if labels else ""
-
-
-def _on(labels: Sequence[str]) -> str:
-    return f"on ({', '.join(labels)})"
-
-
-def _selector(selector: Selector, extra: Sequence[Matcher] = ()) -> str:
-    return render_selector(selector.metric, (*selector.matchers, *extra))
-
-
-def _joined(vector: str, slice_: Slice) -> str:
-    """Attach slice labels from the joins' info metrics (whose values must be 1), in order."""
-    for join in slice_.joins:
-        keys = [*join.on, *join.labels]
-        info = render_selector(join.info.metric, join.info.matchers)
-        vector = f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
-    return vector
-
-
-def _indent(text: str, spaces: int = 2) -> str:
-    """Indent every line of a nested expression so the generated rules read as a tree."""
-    pad = " " * spaces
-    return "\n".join(pad + line if line else line for line in text.split("\n"))
-
-
-def _sum_of(terms: Sequence[str], by: Sequence[str]) -> str:
-    if len(terms) == 1:
-        return f"sum{_by(by)} ({terms[0]})"
-    return f"sum{_by(by)} (\n" + _indent("\nor\n".join(terms)) + "\n)"
-
-
-def _rate_sum(selectors: Sequence[Selector], slice_: Slice) -> str:
-    """sum by (slice) of the 5m rates of one or more selectors.
-
-    Several selectors are combined with ``or`` before the sum; a helper label keeps series
-    of different metrics with equal labels (rx and tx errors on one device) apart.
-    """
-    terms = []
-    for index, selector in enumerate(selectors):
-        term = _joined(f"rate({_selector(selector)}[{RAW_RANGE}])", slice_)
-        if index:
-            term = f'label_replace({term}, "{TERM_LABEL}", "{index}", "", "")'
-        terms.append(term)
-    return _sum_of(terms, slice_.by)
-
-
-def _le_matcher(le: float) -> Matcher:
-    """Prometheus 3 writes integral edges as 1.0, Prometheus 2 as 1: match both."""
-    text = go_float(le)
-    if le.is_integer() and "e" not in text:
-        return Matcher("le", "=~", f"{text}(\\.0)?")
-    return Matcher("le", "=", text)
-
-
-def _zero_fallback(expr: str, slo: SLO) -> str:
-    """Keep a slice with no bad events at 0 rather than absent, shaped like its total."""
-    return f"(\n{_indent(expr)}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
-
-
-def _total_and_bad(slo: SLO) -> tuple[str, str]:
-    sli = slo.sli
-    by = slo.slice.by
-    if isinstance(sli, RatioSLI):
-        total = _rate_sum(sli.total, slo.slice)
-        if sli.bad:
-            return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
-        good = _rate_sum(sli.good, slo.slice)
-        recorded_total = series.recorded(series.TOTAL_5M, slo)
-        bad = (
-            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\nor {_on(by)}\n  {recorded_total}"
-        )
-        return total, bad
-    if isinstance(sli, LatencySLI):
-        count = Selector(f"{sli.histogram}_count", sli.matchers)
-        total = _rate_sum(sli.total or (count,), slo.slice)
-        good_terms = []
-        for threshold in sli.thresholds:
-            bucket = render_selector(
-                f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le))
-            )
-            good_terms.append(_joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice))
-        count_sum = _rate_sum((count,), slo.slice)
-        # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
-        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
-        slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
-        if not sli.errors:
-            return total, slow
-        errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
-        return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
-    if isinstance(sli, StateSLI):
-        state = _joined(f"({sli.expr})", slo.slice)
-        bad_state = f"({state})" if slo.slice.joins else state
-        return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
-    raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
-
-
-def _value(slo: SLO) -> str:
-    sli = slo.sli
-    by = _by(slo.slice.by)
-    if isinstance(sli, GaugeSLI):
-        return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
-    if isinstance(sli, QuantileSLI):
-        bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
-        keep = ["le", *slo.slice.by]
-        rate = _joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice)
-        return f"histogram_quantile(\n  {go_float(sli.quantile)},\n  sum by ({', '.join(keep)}) (\n    {rate}\n  )\n)"
-    raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover
-
 
 # -- rules ------------------------------------------------------------------------------
 
@@ -184,9 +40,9 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
         info_labels["period"] = format_duration(slo.objective.period_ms)
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
-        rules.append(_record(series.VALUE, _value(slo), slo))
+        rules.append(_record(series.VALUE, queries.value(slo), slo))
         return rules
-    total, bad = _total_and_bad(slo)
+    total, bad = queries.total_and_bad(slo)
     rules.append(_record(series.TOTAL_5M, total, slo))
     rules.append(_record(series.BAD_5M, bad, slo))
     if slo.objective is None:
@@ -230,19 +86,43 @@ _HUMANIZE = {
 
 @dataclass(frozen=True)
 class AlertRule:
-    """One alerting rule, with what it means, so tests and runbooks need not re-parse the YAML."""
+    """One alerting rule: the plan's alert plus its PromQL and annotation text.
 
-    name: str
+    The properties repeat the plan's fields so the generated tests and profiles, which are
+    about these rules, read one object.
+    """
+
+    spec: AlertSpec
     expr: str
-    for_ms: int
-    keep_firing_for_ms: int
-    labels: dict[str, str]
     annotations: dict[str, str]
-    kind: Literal["burn", "range", "no_data"]
-    burn: BurnAlert | None = None
-    band: Range | None = None
-    band_label: str = ""  # Normal | Critical
-    direction: str = ""  # Above | Below
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
+
+    @property
+    def burn(self) -> BurnAlert | None:
+        return self.spec.burn
+
+    @property
+    def band(self) -> Range | None:
+        return self.spec.band
+
+    @property
+    def for_ms(self) -> int:
+        return self.spec.for_ms
+
+    @property
+    def keep_firing_for_ms(self) -> int:
+        return self.spec.keep_firing_for_ms
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.spec.label_map
 
     def to_rule(self) -> dict[str, Any]:
         rule: dict[str, Any] = {"alert": self.name, "expr": self.expr}
@@ -250,20 +130,9 @@ class AlertRule:
             rule["for"] = format_duration(self.for_ms)
         if self.keep_firing_for_ms:
             rule["keep_firing_for"] = format_duration(self.keep_firing_for_ms)
-        rule["labels"] = dict(self.labels)
+        rule["labels"] = self.labels
         rule["annotations"] = dict(self.annotations)
         return rule
-
-
-def _labels(slo: SLO, severity: str, extra: dict[str, str]) -> dict[str, str]:
-    """Routing labels. A shadow spec is marked so Alertmanager keeps it off paging receivers;
-    a live spec with an automated mitigation names its automation webhook."""
-    labels = {"severity": severity, "team": slo.owner.name, "slo": slo.name, "family": slo.family, **extra}
-    if slo.mode == "shadow":
-        labels["shadow"] = "true"
-    elif slo.mitigation.automation:
-        labels["automation"] = slo.mitigation.automation
-    return labels
 
 
 def _annotations(model: Model, slo: SLO, name: str, summary: str, description: str) -> dict[str, str]:
@@ -280,9 +149,9 @@ def _annotations(model: Model, slo: SLO, name: str, summary: str, description: s
     return annotations
 
 
-def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
-    objective = slo.objective
-    assert objective is not None
+def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    objective, burn = slo.objective, alert.burn
+    assert objective is not None and burn is not None
     threshold = go_float(objective.threshold(burn))
     long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
     expr = (
@@ -290,7 +159,7 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
         f"and\n(\n  {series.window_ratio(slo, burn.short_ms)}\n) > {threshold}"
     )
     period = format_duration(objective.period_ms)
-    exhaustion = format_duration(int(objective.period_ms / burn.factor) // 60_000 * 60_000)
+    exhaustion = format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))
     target = f"{go_float(clean_number(objective.target * 100))}%"
     summary = (
         f"{slo.name}: error budget burning {go_float(burn.factor)}x too fast over {long_w} and {short_w} "
@@ -302,131 +171,88 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
         f"(threshold {format_value(slo.unit, burn.factor * objective.budget)}). At this rate the whole {period} "
         f"budget is gone in {exhaustion}."
     )
-    name = f"{slo.alert_name}ErrorBudgetBurn"
-    labels = {"long_window": long_w, "short_window": short_w, "burn_factor": go_float(burn.factor)}
-    return AlertRule(
-        name=name,
-        expr=expr,
-        for_ms=burn.for_ms,
-        keep_firing_for_ms=burn.keep_firing_for_ms,
-        labels=_labels(slo, burn.severity, labels),
-        annotations=_annotations(model, slo, name, summary, description),
-        kind="burn",
-        burn=burn,
-    )
+    return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
 
-def _range_alerts(model: Model, slo: SLO, band: Range, label: str) -> list[AlertRule]:
-    rules = []
+def _range_condition(slo: SLO, band: Range, side: str) -> tuple[str, list[str]]:
+    """The PromQL of one side of a band, and the bounds in words for the description."""
     now = series.value(slo)
     rel = band.relative
+    above = side == "Above"
+    static = band.maximum if above else band.minimum
+    factor = None if rel is None else (rel.max_factor if above else rel.min_factor)
+    op = ">" if above else "<"
+    parts, bounds = [], []
+    if static is not None:
+        parts.append(f"{now} {op} {go_float(static)}")
+        bounds.append(f"{'max' if above else 'min'} {format_value(slo.unit, static)}")
+    if factor is not None and rel is not None:
+        past = series.value(slo, rel.offset_ms)
+        offset = format_duration(rel.offset_ms)
+        floor = go_float(rel.floor)
+        cond = f"{now} {op} {go_float(factor)} * {past}"
+        if rel.floor:
+            cond += f"\n  and {now if above else past} > {floor}"
+        floor_text = ""
+        if rel.floor:
+            floor_value = format_value(slo.unit, rel.floor)
+            floor_text = f" once above {floor_value}" if above else f" when that was above {floor_value}"
+        bounds.append(f"{go_float(factor)}x its value {offset} ago{floor_text}")
+        parts.append(cond)
+    expr = parts[0] if len(parts) == 1 else "(\n  " + "\n)\nor\n(\n  ".join(parts) + "\n)"
+    return expr, bounds
+
+
+def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    band, side, level = alert.band, alert.side, alert.level
+    assert band is not None and side is not None and level is not None
+    expr, bounds = _range_condition(slo, band, side)
     reason = f" {_go_text(band.reason)}" if band.reason else ""
-    persistence = format_duration(band.for_ms)
-    for direction in ("Above", "Below"):
-        static = band.maximum if direction == "Above" else band.minimum
-        factor = None if rel is None else (rel.max_factor if direction == "Above" else rel.min_factor)
-        if static is None and factor is None:
-            continue
-        op = ">" if direction == "Above" else "<"
-        parts, bounds = [], []
-        if static is not None:
-            parts.append(f"{now} {op} {go_float(static)}")
-            bounds.append(f"{'max' if direction == 'Above' else 'min'} {format_value(slo.unit, static)}")
-        if factor is not None and rel is not None:
-            past = series.value(slo, rel.offset_ms)
-            offset = format_duration(rel.offset_ms)
-            floor = go_float(rel.floor)
-            if direction == "Above":
-                cond = f"{now} > {go_float(factor)} * {past}"
-                if rel.floor:
-                    cond += f"\n  and {now} > {floor}"
-                bounds.append(
-                    f"{go_float(factor)}x its value {offset} ago"
-                    + (f" once above {format_value(slo.unit, rel.floor)}" if rel.floor else "")
-                )
-            else:
-                cond = f"{now} < {go_float(factor)} * {past}"
-                if rel.floor:
-                    cond += f"\n  and {past} > {floor}"
-                bounds.append(
-                    f"{go_float(factor)}x its value {offset} ago"
-                    + (f" when that was above {format_value(slo.unit, rel.floor)}" if rel.floor else "")
-                )
-            parts.append(cond)
-        expr = parts[0] if len(parts) == 1 else "(\n  " + "\n)\nor\n(\n  ".join(parts) + "\n)"
-        name = f"{slo.alert_name}{direction}{label}Range"
-        word = "above" if direction == "Above" else "below"
-        summary = f"{slo.name}: {word} its {label.lower()} range ({_slice_text(slo)})"
-        description = (
-            f"{_slice_text(slo)}: the value {_HUMANIZE[slo.unit]} is {word} the {label.lower()} range "
-            f"({'; '.join(bounds)}) for at least {persistence}.{reason}"
-        )
-        rules.append(
-            AlertRule(
-                name=name,
-                expr=expr,
-                for_ms=band.for_ms,
-                keep_firing_for_ms=band.keep_firing_for_ms,
-                labels=_labels(slo, band.severity, {}),
-                annotations=_annotations(model, slo, name, summary, description),
-                kind="range",
-                band=band,
-                band_label=label,
-                direction=direction,
-            )
-        )
-    return rules
+    word = "above" if side == "Above" else "below"
+    summary = f"{slo.name}: {word} its {level.lower()} range ({_slice_text(slo)})"
+    description = (
+        f"{_slice_text(slo)}: the value {_HUMANIZE[slo.unit]} is {word} the {level.lower()} range "
+        f"({'; '.join(bounds)}) for at least {format_duration(band.for_ms)}.{reason}"
+    )
+    return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
 
-def _no_data_alert(model: Model, slo: SLO) -> AlertRule:
+def _no_data_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     presence = series.recorded(series.presence_series(slo), slo)
-    wait = format_duration(slo.no_data.for_ms)
+    wait = format_duration(alert.for_ms)
     summary = f"{slo.name}: no SLI data for {wait}"
     versions = f" (spec checked against Kubernetes {slo.k8s_versions})" if slo.k8s_versions else ""
     description = (
         f"No series feed the {slo.name} SLI for {wait}: every alert of this spec is blind. Check the scrape "
         f"targets and whether a metric was renamed by an upgrade{versions}."
     )
-    name = f"{slo.alert_name}NoData"
-    return AlertRule(
-        name=name,
-        expr=f"absent({presence})",
-        for_ms=slo.no_data.for_ms,
-        keep_firing_for_ms=0,
-        labels=_labels(slo, slo.no_data.severity, {}),
-        annotations=_annotations(model, slo, name, summary, _go_text(description)),
-        kind="no_data",
-    )
+    return AlertRule(alert, f"absent({presence})", _annotations(model, slo, alert.name, summary, _go_text(description)))
 
 
-def alert_rules(model: Model, slo: SLO) -> list[AlertRule]:
-    rules: list[AlertRule] = []
-    if slo.objective is not None:
-        rules.extend(_burn_alert(model, slo, burn) for burn in slo.objective.burn_alerts)
-    if slo.normal_range is not None:
-        rules.extend(_range_alerts(model, slo, slo.normal_range, "Normal"))
-    if slo.critical_range is not None:
-        rules.extend(_range_alerts(model, slo, slo.critical_range, "Critical"))
-    if slo.no_data.enabled:
-        rules.append(_no_data_alert(model, slo))
-    return rules
+_RULE_BUILDERS = {"burn": _burn_rule, "range": _range_rule, "no_data": _no_data_rule}
 
 
-def rule_group(model: Model, slo: SLO) -> dict[str, Any]:
+def alert_rules(model: Model, spec: SpecPlan) -> list[AlertRule]:
+    """The alerting rules of one spec, in the plan's order."""
+    return [_RULE_BUILDERS[alert.kind](model, spec.slo, alert) for alert in spec.alerts]
+
+
+def rule_group(model: Model, spec: SpecPlan) -> dict[str, Any]:
     return {
-        "name": f"slo-{slo.name}",
+        "name": f"slo-{spec.slo.name}",
         "interval": format_duration(model.project.evaluation_interval_ms),
-        "rules": [*recording_rules(slo), *(rule.to_rule() for rule in alert_rules(model, slo))],
+        "rules": [*recording_rules(spec.slo), *(rule.to_rule() for rule in alert_rules(model, spec))],
     }
 
 
-def render(model: Model) -> dict[str, bytes]:
+def render(plan: Plan) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
-    for slo in model.slos:
+    for spec in plan:
+        slo = spec.slo
         header = (
             f"# Generated by slo-compiler from {slo.source} (spec {slo.name}, sha256 {slo.spec_hash}).\n"
             "# Do not edit: change the spec and run `make generate`.\n"
         )
-        body = dump({"groups": [rule_group(model, slo)]})
+        body = dump({"groups": [rule_group(plan.model, spec)]})
         files[rules_path(slo)] = (header + body).encode("utf-8")
     return files

@@ -19,6 +19,7 @@ from collections import defaultdict
 from typing import Any
 
 from compiler.model import SLO, Model
+from compiler.plan import Plan, SpecPlan
 from compiler.targets.prometheus import rule_group
 from compiler.text.yamlout import dump
 
@@ -34,7 +35,8 @@ def _source(slo: SLO) -> str:
     return f"{slo.source} (spec {slo.name}, sha256 {slo.spec_hash})"
 
 
-def operator(model: Model, slo: SLO) -> str:
+def operator(model: Model, spec: SpecPlan) -> str:
+    slo = spec.slo
     profiles = model.project.rule_profiles
     labels = {
         **dict(profiles.operator_labels),
@@ -46,13 +48,13 @@ def operator(model: Model, slo: SLO) -> str:
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": f"slo-{slo.name}", "namespace": profiles.operator_namespace, "labels": labels},
-        "spec": {"groups": [rule_group(model, slo)]},
+        "spec": {"groups": [rule_group(model, spec)]},
     }
     return _header("prometheus-operator PrometheusRule", _source(slo)) + dump(document)
 
 
-def thanos(model: Model, slo: SLO) -> str:
-    group = rule_group(model, slo)
+def thanos(model: Model, spec: SpecPlan) -> str:
+    group = rule_group(model, spec)
     strategy = model.project.rule_profiles.thanos_partial_response
     if strategy:
         group = {
@@ -61,46 +63,50 @@ def thanos(model: Model, slo: SLO) -> str:
             "partial_response_strategy": strategy,
             "rules": group["rules"],
         }
-    return _header("Thanos Ruler", _source(slo)) + dump({"groups": [group]})
+    return _header("Thanos Ruler", _source(spec.slo)) + dump({"groups": [group]})
 
 
-def vmalert(model: Model, slo: SLO) -> str:
-    group = copy.deepcopy(rule_group(model, slo))
+def vmalert(model: Model, spec: SpecPlan) -> str:
+    group = copy.deepcopy(rule_group(model, spec))
     dropped = False
     for rule in group["rules"]:
         dropped |= rule.pop("keep_firing_for", None) is not None
     note = "# keep_firing_for removed: vmalert 1.79 rejects it, so these alerts resolve as soon as they clear.\n"
-    return _header("VictoriaMetrics vmalert 1.79", _source(slo)) + (note if dropped else "") + dump({"groups": [group]})
+    header = _header("VictoriaMetrics vmalert 1.79", _source(spec.slo))
+    return header + (note if dropped else "") + dump({"groups": [group]})
 
 
-def mimir(model: Model) -> dict[str, str]:
+def mimir(alert_plan: Plan) -> dict[str, str]:
+    model = alert_plan.model
     tenant = model.project.rule_profiles.mimir_tenant
-    by_team: dict[str, list[SLO]] = defaultdict(list)
-    for slo in model.slos:
-        by_team[slo.owner.name].append(slo)
+    by_team: dict[str, list[SpecPlan]] = defaultdict(list)
+    for spec in alert_plan:
+        by_team[spec.slo.owner.name].append(spec)
     files = {}
-    for team, slos in sorted(by_team.items()):
-        sources = ", ".join(slo.name for slo in slos)
+    for team, specs in sorted(by_team.items()):
+        sources = ", ".join(spec.slo.name for spec in specs)
         header = (
             _header("Mimir/Cortex ruler namespace", f"the specs of team {team}: {sources}")
             + f"# Load with: mimirtool rules load --id={tenant} <this file>\n"
         )
         files[f"mimir/{tenant}/{team}.yaml"] = header + dump(
-            {"namespace": team, "groups": [rule_group(model, slo) for slo in slos]}
+            {"namespace": team, "groups": [rule_group(model, spec) for spec in specs]}
         )
     return files
 
 
-def render(model: Model) -> dict[str, bytes]:
+def render(alert_plan: Plan) -> dict[str, bytes]:
+    model = alert_plan.model
     profiles = model.project.rule_profiles
     files: dict[str, str] = {}
-    for slo in model.slos:
+    for spec in alert_plan:
+        name = spec.slo.name
         if profiles.operator_namespace:
-            files[f"prometheus-operator/{slo.name}.yaml"] = operator(model, slo)
+            files[f"prometheus-operator/{name}.yaml"] = operator(model, spec)
         if profiles.thanos:
-            files[f"thanos/{slo.name}.rules.yaml"] = thanos(model, slo)
+            files[f"thanos/{name}.rules.yaml"] = thanos(model, spec)
         if profiles.vmalert:
-            files[f"vmalert/{slo.name}.rules.yaml"] = vmalert(model, slo)
+            files[f"vmalert/{name}.rules.yaml"] = vmalert(model, spec)
     if profiles.mimir_tenant:
-        files.update(mimir(model))
+        files.update(mimir(alert_plan))
     return {path: text.encode("utf-8") for path, text in files.items()}

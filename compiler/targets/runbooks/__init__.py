@@ -48,10 +48,13 @@ from compiler.model import (
     StateSLI,
     Team,
     links,
+    queries,
     series,
+    windows,
 )
+from compiler.model.naming import band_sides
+from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import PromQLError, analyse, format_duration, render_selector
-from compiler.targets import prometheus
 from compiler.text import numbers
 from compiler.text.numbers import clean_number, go_float
 
@@ -199,16 +202,6 @@ def format_value(slo: SLO, number: float) -> str:
     return numbers.format_value(slo.unit, number)
 
 
-def _directions(band: Range) -> list[str]:
-    found = []
-    rel = band.relative
-    if band.maximum is not None or (rel is not None and rel.max_factor is not None):
-        found.append("Above")
-    if band.minimum is not None or (rel is not None and rel.min_factor is not None):
-        found.append("Below")
-    return found
-
-
 def bounds(slo: SLO, band: Range, direction: str) -> list[str]:
     """What leaving ``band`` in ``direction`` means, in words (as the alert description says)."""
     found = []
@@ -245,7 +238,7 @@ def _band_condition(slo: SLO, band: Range, offset_ms: int = 0) -> str:
     now = series.value(slo, offset_ms)
     parts = []
     rel = band.relative
-    for direction in _directions(band):
+    for direction in band_sides(band):
         above = direction == "Above"
         op = ">" if above else "<"
         static = band.maximum if above else band.minimum
@@ -280,8 +273,8 @@ def _bad_condition(slo: SLO) -> BadCondition | None:
             lookback_ms=lookback,
         )
     for band, label in ((slo.normal_range, "normal"), (slo.critical_range, "critical")):
-        if band is not None and _directions(band):
-            words = "; or ".join(bound for d in _directions(band) for bound in bounds(slo, band, d))
+        if band is not None and band_sides(band):
+            words = "; or ".join(bound for d in band_sides(band) for bound in bounds(slo, band, d))
             return BadCondition(
                 words=f"the value is outside the {label} range ({words})",
                 expr_at={offset: _band_condition(slo, band, offset) for offset in offsets},
@@ -323,10 +316,8 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
         sli.append(Query("Error ratio over 5m, per slice (bad over total events):", value))
     else:
         sli.append(Query("Value per slice (recorded):", value))
-    raw = (series.TOTAL_5M, series.BAD_5M, series.VALUE)
-    for rule in prometheus.recording_rules(slo):
-        if rule["record"] in raw:
-            sli.append(Query(f"Raw expression recorded as {code(rule['record'])}:", rule["expr"]))
+    for record, expr in queries.raw_expressions(slo).items():
+        sli.append(Query(f"Raw expression recorded as {code(record)}:", expr))
     sections: dict[str, list[Query]] = {"SLI per slice": sli}
     if slo.objective is not None:
         budget = go_float(clean_number(slo.objective.budget))
@@ -357,7 +348,7 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
             )
     else:
         bands = [band for band in (slo.normal_range, slo.critical_range) if band is not None]
-        directions = {d for band in bands for d in _directions(band)}
+        directions = {d for band in bands for d in band_sides(band)}
         if "Above" in directions or not directions:
             top.append(Query(f"The {TOP} highest slices:", f"topk({TOP}, {value})"))
         if "Below" in directions:
@@ -498,7 +489,7 @@ class AlertView:
 
     name: str
     kind: str
-    rules: tuple[prometheus.AlertRule, ...]
+    rules: tuple[AlertSpec, ...]
     pairs: tuple[Pair, ...] = ()
     band: Range | None = None
     band_label: str = ""
@@ -507,35 +498,36 @@ class AlertView:
 
     @property
     def severities(self) -> str:
-        return ", ".join(dict.fromkeys(rule.labels.get("severity", "") for rule in self.rules))
+        return ", ".join(dict.fromkeys(rule.severity for rule in self.rules))
 
 
 def _pair(slo: SLO, burn: BurnAlert) -> Pair:
     assert slo.objective is not None
-    exhaustion = int(slo.objective.period_ms / burn.factor) // MINUTE * MINUTE
+    exhaustion = windows.exhaustion_ms(slo.objective.period_ms, burn.factor)
     return Pair(burn, numbers.percent(burn.factor * slo.objective.budget), format_duration(exhaustion))
 
 
-def alert_views(model: Model, slo: SLO) -> list[AlertView]:
-    grouped: dict[str, list[prometheus.AlertRule]] = {}
-    for rule in prometheus.alert_rules(model, slo):
-        grouped.setdefault(rule.name, []).append(rule)
+def alert_views(spec: SpecPlan) -> list[AlertView]:
+    slo = spec.slo
+    grouped: dict[str, list[AlertSpec]] = {}
+    for alert in spec.alerts:
+        grouped.setdefault(alert.name, []).append(alert)
     views = []
     for name, rules in grouped.items():
         first = rules[0]
         if first.kind == "burn":
             pairs = tuple(_pair(slo, rule.burn) for rule in rules if rule.burn is not None)
             views.append(AlertView(name, "burn", tuple(rules), pairs=pairs))
-        elif first.kind == "range" and first.band is not None:
-            found = tuple(bounds(slo, first.band, first.direction))
+        elif first.kind == "range" and first.band is not None and first.side is not None:
+            found = tuple(bounds(slo, first.band, first.side))
             views.append(
                 AlertView(
                     name,
                     "range",
                     tuple(rules),
                     band=first.band,
-                    band_label=first.band_label,
-                    direction=first.direction,
+                    band_label=first.level or "",
+                    direction=first.side,
                     bounds=found,
                 )
             )
@@ -552,8 +544,7 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
     rows = []
     for view in views:
         for rule in view.rules:
-            severity = rule.labels.get("severity", "")
-            common = {"alert": view.name, "severity": severity, "for_": _ms(rule.for_ms)}
+            common = {"alert": view.name, "severity": rule.severity, "for_": _ms(rule.for_ms)}
             common["keep_firing_for"] = _ms(rule.keep_firing_for_ms)
             if rule.kind == "burn" and rule.burn is not None and slo.objective is not None:
                 pair = _pair(slo, rule.burn)
@@ -573,7 +564,7 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
                 rows.append(
                     Row(
                         **common,
-                        kind=f"{rule.band_label.lower()} range",
+                        kind=f"{(rule.level or '').lower()} range",
                         long="—",
                         short="—",
                         factor="—",
@@ -636,8 +627,9 @@ def _relative(path: str) -> str:
     return posixpath.relpath(path, links.RUNBOOKS_DIR)
 
 
-def runbook(model: Model, slo: SLO) -> str:
-    views = alert_views(model, slo)
+def runbook(model: Model, spec: SpecPlan) -> str:
+    slo = spec.slo
+    views = alert_views(spec)
     context = {
         "model": model,
         "slo": slo,
@@ -651,7 +643,7 @@ def runbook(model: Model, slo: SLO) -> str:
         "dashboard_hint": dashboard_hint(model, slo),
         "budget_percent": numbers.percent(slo.objective.budget) if slo.objective else "",
         "budget_time": (
-            format_duration(round(clean_number(slo.objective.budget) * slo.objective.period_ms / 1000) * 1000)
+            format_duration(windows.budget_duration_ms(clean_number(slo.objective.budget), slo.objective.period_ms))
             if slo.objective
             else ""
         ),
@@ -659,7 +651,7 @@ def runbook(model: Model, slo: SLO) -> str:
         "bands": [
             (label, band) for label, band in (("Normal", slo.normal_range), ("Critical", slo.critical_range)) if band
         ],
-        "band_bounds": lambda band: [b for d in _directions(band) for b in bounds(slo, band, d)],
+        "band_bounds": lambda band: [b for d in band_sides(band) for b in bounds(slo, band, d)],
         "format_value": lambda number: format_value(slo, number),
         "selector": render_selector(None, slo.slice.matchers) if slo.slice.matchers else "",
         "join_info": [render_selector(join.info.metric, join.info.matchers) for join in slo.slice.joins],
@@ -679,7 +671,8 @@ def _see_also_target(model: Model, item: str) -> str | None:
     return None
 
 
-def index(model: Model) -> str:
+def index(alert_plan: Plan) -> str:
+    model = alert_plan.model
     families: dict[str, list[SLO]] = {family: [] for family in FAMILY_TITLES}
     for slo in model.slos:
         families.setdefault(slo.family, []).append(slo)
@@ -692,7 +685,7 @@ def index(model: Model) -> str:
         "families": [(FAMILY_TITLES.get(name, name), name, slos) for name, slos in families.items() if slos],
         "teams": teams,
         "link": lambda slo: _relative(links.runbook_path(slo)),
-        "alerts": lambda slo: list(dict.fromkeys(prometheus.alert_names(slo))),
+        "alerts": lambda slo: list(alert_plan.of(slo).alert_names),
         "dashboard": lambda team: dashboard(model, team),
     }
     return environment().get_template("index.md.j2").render(context)
@@ -702,7 +695,7 @@ def _finish(text: str) -> bytes:
     return (text.rstrip("\n") + "\n").encode("utf-8")
 
 
-def render(model: Model) -> dict[str, bytes]:
-    files = {links.runbook_path(slo): _finish(runbook(model, slo)) for slo in model.slos}
-    files[INDEX_PATH] = _finish(index(model))
+def render(alert_plan: Plan) -> dict[str, bytes]:
+    files = {links.runbook_path(spec.slo): _finish(runbook(alert_plan.model, spec)) for spec in alert_plan}
+    files[INDEX_PATH] = _finish(index(alert_plan))
     return files

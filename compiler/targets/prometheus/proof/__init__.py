@@ -29,9 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, series
+from compiler.model.links import rules_path
+from compiler.plan import Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, quote, render_selector
 from compiler.targets import TargetError
-from compiler.targets.prometheus import AlertRule, alert_rules, rules_path
+from compiler.targets.prometheus import AlertRule, alert_rules
 from compiler.targets.prometheus.proof import gotemplate
 from compiler.targets.prometheus.proof.inputs import InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import EventSeries, Timeline
@@ -105,11 +107,12 @@ def _with_eval_time(check: dict[str, Any]) -> dict[str, Any]:
 class _SpecTests:
     """Builds every test group of one spec."""
 
-    def __init__(self, model: Model, slo: SLO) -> None:
+    def __init__(self, model: Model, spec: SpecPlan) -> None:
+        slo = spec.slo
         self.model = model
         self.slo = slo
         self.inputs = Inputs(slo)
-        self.rules = alert_rules(model, slo)
+        self.rules = alert_rules(model, spec)
         self.events = slo.counts_events
         self.slice_a = self.inputs.alert_labels("a")
         self.first = self.inputs.onset  # first minute the SLI value exists (maybe partial)
@@ -470,7 +473,7 @@ class _SpecTests:
         band = rule.band
         assert band is not None
         groups = []
-        above = rule.direction == "Above"
+        above = rule.spec.side == "Above"
         bound = band.maximum if above else band.minimum
         if bound is not None:
             groups.extend(self.static_range(rule, bound, above))
@@ -608,12 +611,13 @@ class _SpecTests:
         return group
 
 
-def render(model: Model) -> dict[str, bytes]:
+def render(alert_plan: Plan) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     problems: list[tuple[SLO, str]] = []
-    for slo in model.slos:
+    for spec in alert_plan:
+        slo = spec.slo
         try:
-            builder = _SpecTests(model, slo)
+            builder = _SpecTests(alert_plan.model, spec)
             tests = [group.to_test() for group in builder.groups()]
         except InputError as exc:
             problems.append((slo, f"cannot generate the promtool tests that prove its alerts: {exc}"))

@@ -1,0 +1,149 @@
+"""The raw SLI expressions: the PromQL each SLO's first recorded series are computed from.
+
+These are the only expressions that read raw series, and each reads them over 5m only
+(``RAW_RANGE``). The rule target records them; the runbooks show them to the on-call
+engineer; preflight and cost reports count what they read. Every later window reads the
+recorded series instead (``compiler.model.series``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from compiler.model import (
+    SLO,
+    GaugeSLI,
+    LatencySLI,
+    QuantileSLI,
+    RatioSLI,
+    Selector,
+    Slice,
+    StateSLI,
+    series,
+)
+from compiler.promql import Matcher, render_selector
+from compiler.text.numbers import go_float
+
+RAW_RANGE = "5m"
+TERM_LABEL = "__slo_term"  # keeps series of different metrics with equal labels apart inside one sum
+
+
+def _by(labels: Sequence[str]) -> str:
+    return f" by ({', '.join(labels)})" if labels else ""
+
+
+def _on(labels: Sequence[str]) -> str:
+    return f"on ({', '.join(labels)})"
+
+
+def _selector(selector: Selector, extra: Sequence[Matcher] = ()) -> str:
+    return render_selector(selector.metric, (*selector.matchers, *extra))
+
+
+def _joined(vector: str, slice_: Slice) -> str:
+    """Attach slice labels from the joins' info metrics (whose values must be 1), in order."""
+    for join in slice_.joins:
+        keys = [*join.on, *join.labels]
+        info = render_selector(join.info.metric, join.info.matchers)
+        vector = f"{vector} * {_on(join.on)} group_left ({', '.join(join.labels)}) max by ({', '.join(keys)}) ({info})"
+    return vector
+
+
+def _indent(text: str, spaces: int = 2) -> str:
+    """Indent every line of a nested expression so the generated rules read as a tree."""
+    pad = " " * spaces
+    return "\n".join(pad + line if line else line for line in text.split("\n"))
+
+
+def _sum_of(terms: Sequence[str], by: Sequence[str]) -> str:
+    if len(terms) == 1:
+        return f"sum{_by(by)} ({terms[0]})"
+    return f"sum{_by(by)} (\n" + _indent("\nor\n".join(terms)) + "\n)"
+
+
+def _rate_sum(selectors: Sequence[Selector], slice_: Slice) -> str:
+    """sum by (slice) of the 5m rates of one or more selectors.
+
+    Several selectors are combined with ``or`` before the sum; a helper label keeps series
+    of different metrics with equal labels (rx and tx errors on one device) apart.
+    """
+    terms = []
+    for index, selector in enumerate(selectors):
+        term = _joined(f"rate({_selector(selector)}[{RAW_RANGE}])", slice_)
+        if index:
+            term = f'label_replace({term}, "{TERM_LABEL}", "{index}", "", "")'
+        terms.append(term)
+    return _sum_of(terms, slice_.by)
+
+
+def _le_matcher(le: float) -> Matcher:
+    """Prometheus 3 writes integral edges as 1.0, Prometheus 2 as 1: match both."""
+    text = go_float(le)
+    if le.is_integer() and "e" not in text:
+        return Matcher("le", "=~", f"{text}(\\.0)?")
+    return Matcher("le", "=", text)
+
+
+def _zero_fallback(expr: str, slo: SLO) -> str:
+    """Keep a slice with no bad events at 0 rather than absent, shaped like its total."""
+    return f"(\n{_indent(expr)}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
+
+
+def total_and_bad(slo: SLO) -> tuple[str, str]:
+    """The 5m total and bad event rates of an event SLI, summed by slice."""
+    sli = slo.sli
+    by = slo.slice.by
+    if isinstance(sli, RatioSLI):
+        total = _rate_sum(sli.total, slo.slice)
+        if sli.bad:
+            return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
+        good = _rate_sum(sli.good, slo.slice)
+        recorded_total = series.recorded(series.TOTAL_5M, slo)
+        bad = (
+            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\nor {_on(by)}\n  {recorded_total}"
+        )
+        return total, bad
+    if isinstance(sli, LatencySLI):
+        count = Selector(f"{sli.histogram}_count", sli.matchers)
+        total = _rate_sum(sli.total or (count,), slo.slice)
+        good_terms = []
+        for threshold in sli.thresholds:
+            bucket = render_selector(
+                f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le))
+            )
+            good_terms.append(_joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice))
+        count_sum = _rate_sum((count,), slo.slice)
+        # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
+        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
+        slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
+        if not sli.errors:
+            return total, slow
+        errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
+        return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
+    if isinstance(sli, StateSLI):
+        state = _joined(f"({sli.expr})", slo.slice)
+        bad_state = f"({state})" if slo.slice.joins else state
+        return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
+    raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
+
+
+def value(slo: SLO) -> str:
+    """The value of a gauge or quantile SLI, aggregated by slice."""
+    sli = slo.sli
+    by = _by(slo.slice.by)
+    if isinstance(sli, GaugeSLI):
+        return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
+    if isinstance(sli, QuantileSLI):
+        bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
+        keep = ["le", *slo.slice.by]
+        rate = _joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice)
+        return f"histogram_quantile(\n  {go_float(sli.quantile)},\n  sum by ({', '.join(keep)}) (\n    {rate}\n  )\n)"
+    raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover
+
+
+def raw_expressions(slo: SLO) -> dict[str, str]:
+    """Each recorded series computed from raw series, with its expression, in rule order."""
+    if not slo.counts_events:
+        return {series.VALUE: value(slo)}
+    total, bad = total_and_bad(slo)
+    return {series.TOTAL_5M: total, series.BAD_5M: bad}

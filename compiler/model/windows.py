@@ -1,0 +1,94 @@
+"""Time and window math: the one home for durations, burn factors and which series a window reads.
+
+Every duration in the model is integer milliseconds. The facts here are shared by the
+checker (which factors and windows are legal), the rule target (which recorded series a
+window reads), the runbooks and dashboards (how fast a burn exhausts the budget) and the
+generated tests (when a window's first point exists). Keeping them in one module means
+the tests' timing cannot drift from the rules' shape.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+SECOND = 1_000
+MINUTE = 60 * SECOND
+HOUR = 60 * MINUTE
+DAY = 24 * HOUR
+
+RAW_RANGE_MS = 5 * MINUTE  # the only range raw series are read over (cost: one pass per evaluation)
+BURN_WINDOW_STEP_MS = 5 * MINUTE  # burn windows are multiples of the 5m recorded rate
+
+
+@dataclass(frozen=True)
+class PolicyStep:
+    """A default burn-rate window pair, as a share of the period's budget."""
+
+    severity: Literal["page", "ticket", "info"]
+    long_ms: int
+    short_ms: int
+    budget_share: float
+    for_ms: int
+
+
+# The SRE Workbook / kubernetes-mixin policy; the factor follows from the period:
+# share x period / long window (14.4, 6, 3 and 1 for 30 days).
+DEFAULT_POLICY: tuple[PolicyStep, ...] = (
+    PolicyStep("page", HOUR, 5 * MINUTE, 0.02, 2 * MINUTE),
+    PolicyStep("page", 6 * HOUR, 30 * MINUTE, 0.05, 15 * MINUTE),
+    PolicyStep("ticket", DAY, 2 * HOUR, 0.10, HOUR),
+    PolicyStep("ticket", 3 * DAY, 6 * HOUR, 0.10, 3 * HOUR),
+)
+
+
+def burn_factor(budget_share: float, period_ms: int, long_ms: int) -> float:
+    """How many times faster than even the budget burns when ``budget_share`` goes in ``long_ms``."""
+    return budget_share * period_ms / long_ms
+
+
+def exhaustion_ms(period_ms: int, factor: float) -> int:
+    """How long the whole period's budget lasts at ``factor``, floored to the minute (for display)."""
+    return int(period_ms / factor) // MINUTE * MINUTE
+
+
+def budget_duration_ms(budget: float, period_ms: int) -> int:
+    """The period's error budget as time fully down, rounded to the second."""
+    return round(budget * period_ms / SECOND) * SECOND
+
+
+class WindowSource(enum.Enum):
+    """Which recorded series a window of a given length reads (see ``compiler.model.series``)."""
+
+    RATE_5M = "5m rate"  # the 5m recorded rate, read directly
+    RATE_1H = "1h average"  # the 1h recorded average, read directly
+    AVG_5M = "average of 5m rates"  # windows under a day (or not whole hours) average the 5m series
+    HOURLY = "hourly points"  # windows of a day or more average the 1h series at 1h steps
+
+    @classmethod
+    def of(cls, window_ms: int) -> WindowSource:
+        if window_ms == RAW_RANGE_MS:
+            return cls.RATE_5M
+        if window_ms == HOUR:
+            return cls.RATE_1H
+        if window_ms < DAY or window_ms % HOUR:
+            return cls.AVG_5M
+        return cls.HOURLY
+
+
+def first_point_minute(window_ms: int, first_minute: int) -> int:
+    """The first minute a window's ratio exists when its input starts at ``first_minute``.
+
+    Hourly subqueries align their points to the full hour, so a window read at 1h steps
+    has its first point at the first full hour after the input starts.
+    """
+    if WindowSource.of(window_ms) is WindowSource.HOURLY:
+        return math.ceil(first_minute / 60) * 60
+    return first_minute
+
+
+def minutes(ms: int) -> int:
+    """Whole minutes, rounded up: a ``for`` of 30s still needs the next one-minute evaluation."""
+    return math.ceil(ms / MINUTE)
