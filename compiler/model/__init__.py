@@ -16,13 +16,6 @@ from compiler.text.numbers import clean_number
 Severity = Literal["page", "ticket", "info"]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
 
-FAMILY_TITLES: dict[str, str] = {
-    "scheduling-api-latency": "Scheduling and API latency",
-    "watch-list-volume": "Apiserver watch/list volume",
-    "node-network-errors": "Node and network error budgets",
-}
-
-
 @dataclass(frozen=True)
 class Selector:
     """A metric selector whose matchers already include the slice selector."""
@@ -269,8 +262,6 @@ class SLO:
     objective: Objective | None
     normal_range: Range | None
     critical_range: Range | None
-    persistence_for_ms: int
-    persistence_keep_firing_for_ms: int
     no_data: NoData
     mitigation: Mitigation
     see_also: tuple[str, ...]
@@ -341,6 +332,22 @@ class RuleProfiles:
 
 
 @dataclass(frozen=True)
+class Family:
+    """A group of specs shown together in dashboards and runbook indexes."""
+
+    name: str
+    title: str
+
+
+# The three families of the default library, in display order.
+DEFAULT_FAMILIES: tuple[Family, ...] = (
+    Family("scheduling-api-latency", "Scheduling and API latency"),
+    Family("watch-list-volume", "Apiserver watch/list volume"),
+    Family("node-network-errors", "Node and network error budgets"),
+)
+
+
+@dataclass(frozen=True)
 class Project:
     runbook_base_url: str
     evaluation_interval_ms: int
@@ -351,6 +358,16 @@ class Project:
     automations: tuple[Automation, ...] = ()
     rule_profiles: RuleProfiles = RuleProfiles()
     cluster_profile: ClusterProfile = ClusterProfile()
+    families: tuple[Family, ...] = DEFAULT_FAMILIES
+
+    def family_title(self, name: str) -> str:
+        """The display title of a family (its name when the project gives none)."""
+        return next((family.title for family in self.families if family.name == name), name)
+
+    def family_order(self, used: set[str]) -> list[str]:
+        """Families in display order: declared ones first, then any other used ones by name."""
+        declared = [family.name for family in self.families]
+        return [name for name in declared if name in used] + sorted(used - set(declared))
 
     def timing_for(self, team: Team, severity: Severity) -> Timing:
         return dict(team.timing).get(severity) or dict(self.timing)[severity]

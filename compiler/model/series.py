@@ -14,6 +14,7 @@ divides 0 by 0, and NaN compares false, so it never alerts.
 from __future__ import annotations
 
 from compiler.model import SLO
+from compiler.model.windows import RAW_RANGE_MS, WindowSource
 from compiler.promql import format_duration, quote
 
 TOTAL_5M = "slo:sli_total:rate5m"
@@ -23,11 +24,6 @@ BAD_1H = "slo:sli_bad:rate1h"
 BUDGET_REMAINING = "slo:error_budget_remaining:ratio"
 VALUE = "slo:sli_value:gauge"
 INFO = "slo_info"
-
-MINUTE = 60_000
-HOUR = 60 * MINUTE
-DAY = 24 * HOUR
-
 
 def recorded(name: str, slo: SLO | str) -> str:
     """A selector of one SLO's recorded series."""
@@ -43,12 +39,13 @@ def window_ratio(slo: SLO, window_ms: int, offset_ms: int = 0) -> str:
     1h steps (720 points for 30 days), so they lag by up to an hour.
     """
     offset = f" offset {format_duration(offset_ms)}" if offset_ms else ""
-    if window_ms == 5 * MINUTE:
+    source = WindowSource.of(window_ms)
+    if source is WindowSource.RATE_5M:
         return f"{recorded(BAD_5M, slo)}{offset} / {recorded(TOTAL_5M, slo)}{offset}"
-    if window_ms == HOUR:
+    if source is WindowSource.RATE_1H:
         return f"{recorded(BAD_1H, slo)}{offset} / {recorded(TOTAL_1H, slo)}{offset}"
     window = format_duration(window_ms)
-    if window_ms < DAY or window_ms % HOUR:
+    if source is WindowSource.AVG_5M:
         return (
             f"avg_over_time({recorded(BAD_5M, slo)}[{window}]{offset})"
             f" / avg_over_time({recorded(TOTAL_5M, slo)}[{window}]{offset})"
@@ -62,7 +59,7 @@ def window_ratio(slo: SLO, window_ms: int, offset_ms: int = 0) -> str:
 def value(slo: SLO, offset_ms: int = 0) -> str:
     """The signal's current value: the 5m error ratio for event SLIs, else the recorded gauge."""
     if slo.counts_events:
-        return f"({window_ratio(slo, 5 * MINUTE, offset_ms)})"
+        return f"({window_ratio(slo, RAW_RANGE_MS, offset_ms)})"
     offset = f" offset {format_duration(offset_ms)}" if offset_ms else ""
     return f"{recorded(VALUE, slo)}{offset}"
 

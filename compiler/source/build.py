@@ -264,8 +264,6 @@ class _SpecBuilder:
             objective=objective,
             normal_range=normal,
             critical_range=critical,
-            persistence_for_ms=persistence_for,
-            persistence_keep_firing_for_ms=persistence_keep,
             no_data=no_data,
             mitigation=Mitigation(
                 summary=mitigation["summary"].strip(),

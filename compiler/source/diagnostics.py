@@ -57,10 +57,3 @@ class Diagnostics:
     def render(self) -> str:
         return "".join(f"{item}\n" for item in self.sorted())
 
-
-class CompileError(Exception):
-    """Raised when a stage cannot go on; carries every diagnostic found so far."""
-
-    def __init__(self, diagnostics: Diagnostics) -> None:
-        super().__init__(f"{len(diagnostics)} problem(s)")
-        self.diagnostics = diagnostics

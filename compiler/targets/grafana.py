@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiler.model import FAMILY_TITLES, SLO, Model, Range, Team, series, windows
+from compiler.model import SLO, Model, Range, Team, series, windows
 from compiler.model.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
@@ -271,7 +271,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _
             12,
             8,
         )
-        .with_target(_query(_scoped(f"1 - ({series.window_ratio(slo, series.HOUR)})", slo), slice_legend, "A"))
+        .with_target(_query(_scoped(f"1 - ({series.window_ratio(slo, windows.HOUR)})", slo), slice_legend, "A"))
         .thresholds(_thresholds([(None, RED), (clean_number(objective.target), GREEN)]))
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
@@ -590,12 +590,11 @@ def _overview(model: Model) -> db.Dashboard:
                 .include_vars(False)
                 .target_blank(False)
             )
-    families = list(FAMILY_TITLES) + sorted({slo.family for slo in model.slos} - set(FAMILY_TITLES))
-    for family in families:
+    for family in model.project.family_order({slo.family for slo in model.slos}):
         slos = [slo for slo in model.slos if slo.family == family]
         if not slos:
             continue
-        builder = builder.with_row(db.Row(FAMILY_TITLES.get(family, family)).id(ids.next()).collapsed(False))
+        builder = builder.with_row(db.Row(model.project.family_title(family)).id(ids.next()).collapsed(False))
         for slo, span in zip(slos, _spans(len(slos)), strict=True):
             builder = builder.with_panel(_overview_panel(model, slo, ids, span))
     return builder

@@ -34,7 +34,6 @@ from pathlib import Path
 import jinja2
 
 from compiler.model import (
-    FAMILY_TITLES,
     SLO,
     Automation,
     BurnAlert,
@@ -53,6 +52,7 @@ from compiler.model import (
     windows,
 )
 from compiler.model.naming import band_sides
+from compiler.model.windows import DAY, HOUR
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import PromQLError, analyse, format_duration, render_selector
 from compiler.text import numbers
@@ -60,10 +60,6 @@ from compiler.text.numbers import clean_number, go_float
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
-
-MINUTE = 60_000
-HOUR = 60 * MINUTE
-DAY = 24 * HOUR
 BEFORE_MS = HOUR  # default `offset` of the before/after comparisons; the reader adjusts it
 RANGE_LOOKBACK_MS = DAY  # how far back the earliest-bad query looks for range signals
 TOP = 5
@@ -633,7 +629,7 @@ def runbook(model: Model, spec: SpecPlan) -> str:
     context = {
         "model": model,
         "slo": slo,
-        "family_title": FAMILY_TITLES.get(slo.family, slo.family),
+        "family_title": model.project.family_title(slo.family),
         "views": views,
         "rows": threshold_rows(slo, views),
         "queries": paste_queries(slo),
@@ -673,7 +669,7 @@ def _see_also_target(model: Model, item: str) -> str | None:
 
 def index(alert_plan: Plan) -> str:
     model = alert_plan.model
-    families: dict[str, list[SLO]] = {family: [] for family in FAMILY_TITLES}
+    families: dict[str, list[SLO]] = {family.name: [] for family in model.project.families}
     for slo in model.slos:
         families.setdefault(slo.family, []).append(slo)
     teams: list[tuple[Team, list[SLO]]] = []
@@ -682,7 +678,7 @@ def index(alert_plan: Plan) -> str:
         if owned:
             teams.append((team, owned))
     context = {
-        "families": [(FAMILY_TITLES.get(name, name), name, slos) for name, slos in families.items() if slos],
+        "families": [(model.project.family_title(name), name, slos) for name, slos in families.items() if slos],
         "teams": teams,
         "link": lambda slo: _relative(links.runbook_path(slo)),
         "alerts": lambda slo: list(alert_plan.of(slo).alert_names),
