@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from compiler.diagnostics import Diagnostics
 from compiler.source.build import build_model
-from compiler.source.diagnostics import Diagnostics
 from compiler.source.load import load_tree
 from compiler.source.schema import validate_document
 from compiler.targets import render_all

@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compiler import __version__
+from compiler.diagnostics import Diagnostics, Position
 from compiler.explain import budget_report, explain
 from compiler.model import Model
 from compiler.plan import plan
 from compiler.source.build import build_model
-from compiler.source.diagnostics import Diagnostics, Position
 from compiler.source.load import load_tree
 from compiler.targets import TargetError, render_plan
 from compiler.write import stale_files, write_tree

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from compiler.diagnostics import Position
 from compiler.promql import Matcher
-from compiler.source.diagnostics import Position
 from compiler.text.numbers import clean_number
 
 Severity = Literal["page", "ticket", "info"]

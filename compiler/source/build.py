@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from compiler import promql
+from compiler.diagnostics import Diagnostics
 from compiler.model import (
     SLI,
     SLO,
@@ -44,7 +45,6 @@ from compiler.model import (
 from compiler.model.buckets import KNOWN_BUCKETS
 from compiler.model.budget import estimate
 from compiler.promql import Matcher, PromQLError
-from compiler.source.diagnostics import Diagnostics
 from compiler.source.load import Document, PathKey
 from compiler.source.registry import build_project, build_teams
 from compiler.source.schema import _suggest, validate_document

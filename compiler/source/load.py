@@ -23,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from compiler.source.diagnostics import Diagnostics, Position
+from compiler.diagnostics import Diagnostics, Position
 
 try:  # libyaml is much faster; fall back to the pure-Python composer when absent.
     _Loader: type[Any] = yaml.CSafeLoader

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler import promql
+from compiler.diagnostics import Diagnostics
 from compiler.model import (
     DEFAULT_TIMING,
     Automation,
@@ -23,7 +24,6 @@ from compiler.model import (
     Team,
     Timing,
 )
-from compiler.source.diagnostics import Diagnostics
 from compiler.source.load import Document, PathKey
 
 MINUTE = 60_000

@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from compiler.source.diagnostics import Diagnostics
+from compiler.diagnostics import Diagnostics
 from compiler.source.load import Document
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from compiler.diagnostics import Diagnostics
 from compiler.model import SLO, Model
 from compiler.plan import Plan, plan
-from compiler.source.diagnostics import Diagnostics
 
 Target = Callable[[Plan], dict[str, bytes]]
 

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from compiler.model import SLO, Model, Range, Team, series, windows
+from compiler.model import SLO, BurnAlert, Model, Range, Team, series, windows
 from compiler.model.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
@@ -299,40 +299,47 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     panels: list[Panel] = [sli, budget_stat, budget_series]
-    budget_text = go_float(clean_number(objective.budget))
-    burn_rules = [rule for rule in rules if rule.kind == "burn"]
     for burn, span in zip(objective.burn_alerts, _spans(len(objective.burn_alerts)), strict=True):
-        long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
-        names = [rule.name for rule in burn_rules if rule.burn == burn]
-        factor = f"{burn.factor:.3g}"  # display only; the threshold below is exact
-        what = (
-            f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
-            f"The {burn.severity} alert fires when both stay above {factor}x (the dashed line) for "
-            f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
-            f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
-        )
-        panel = (
-            _timeseries(ids, f"Burn rate {long_w}/{short_w} ({burn.severity}, {factor}x)", "", BURN_UNIT, span, 8)
-            .description(_description(model, slo, what, names))
-            .with_target(
-                _query(
-                    _scoped(f"({series.window_ratio(slo, burn.long_ms)}) / {budget_text}", slo),
-                    _legend(slo, long_w),
-                    "A",
-                )
-            )
-            .with_target(
-                _query(
-                    _scoped(f"({series.window_ratio(slo, burn.short_ms)}) / {budget_text}", slo),
-                    _legend(slo, short_w),
-                    "B",
-                )
-            )
-            .thresholds(_thresholds([(None, GREEN), (clean_number(burn.factor), RED)]))
-            .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
-        )
-        panels.append(panel)
+        names = [rule.name for rule in rules if rule.kind == "burn" and rule.burn == burn]
+        panels.append(_burn_panel(model, slo, burn, names, ids, span))
     return panels
+
+
+def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], ids: _Ids, span: int) -> Panel:
+    """One window pair's burn rates against its factor (the dashed line)."""
+    objective = slo.objective
+    assert objective is not None
+    period = format_duration(objective.period_ms)
+    budget_text = go_float(clean_number(objective.budget))
+    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
+    factor = f"{burn.factor:.3g}"  # display only; the threshold below is exact
+    what = (
+        f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
+        f"The {burn.severity} alert fires when both stay above {factor}x (the dashed line) for "
+        f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
+        f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
+    )
+    panel = (
+        _timeseries(ids, f"Burn rate {long_w}/{short_w} ({burn.severity}, {factor}x)", "", BURN_UNIT, span, 8)
+        .description(_description(model, slo, what, names))
+        .with_target(
+            _query(
+                _scoped(f"({series.window_ratio(slo, burn.long_ms)}) / {budget_text}", slo),
+                _legend(slo, long_w),
+                "A",
+            )
+        )
+        .with_target(
+            _query(
+                _scoped(f"({series.window_ratio(slo, burn.short_ms)}) / {budget_text}", slo),
+                _legend(slo, short_w),
+                "B",
+            )
+        )
+        .thresholds(_thresholds([(None, GREEN), (clean_number(burn.factor), RED)]))
+        .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
+    )
+    return panel
 
 
 def _band_colour(value: float, normal: Range | None, critical: Range | None) -> str:

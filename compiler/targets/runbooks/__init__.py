@@ -373,83 +373,99 @@ class Investigation:
 
 
 def investigation(slo: SLO) -> Investigation:
+    """The four investigation steps: when it started, what changed, the smallest case, a counterexample."""
     condition = _bad_condition(slo)
-    before = format_duration(BEFORE_MS)
-    on = _on(slo)
-    presence = series.recorded(series.presence_series(slo), slo)
-    result = Investigation(condition=condition, before=before)
+    result = Investigation(condition=condition, before=format_duration(BEFORE_MS))
+    result.earliest.extend(_earliest_queries(slo, condition))
+    result.identities.extend(_identity_queries(slo, condition))
+    if condition is not None:
+        result.smallest.extend(_smallest_queries(slo, condition.expr_at[0]))
+        result.counterexample.extend(_counterexample_queries(slo, condition.expr_at[0]))
+    return result
+
+
+def _earliest_queries(slo: SLO, condition: BadCondition | None) -> list[Query]:
+    found = []
     if condition is not None:
         lookback = format_duration(condition.lookback_ms)
-        result.earliest.append(
+        found.append(
             Query(
                 f"First time each slice was bad in the last {lookback} (Unix seconds, earliest first):",
                 f"sort(\n  min_over_time(\n    timestamp(\n      {condition.expr_at[0]}\n    )[{lookback}:1m]\n  )\n)",
             )
         )
     if slo.no_data.enabled:
-        result.earliest.append(
+        presence = series.recorded(series.presence_series(slo), slo)
+        found.append(
             Query(
                 f"Last time the SLI had data, if the no-data alert fired (look-back {format_duration(DAY)}):",
                 f"max_over_time(timestamp({presence})[{format_duration(DAY)}:1m])",
             )
         )
+    return found
+
+
+def _identity_queries(slo: SLO, condition: BadCondition | None) -> list[Query]:
+    before = format_duration(BEFORE_MS)
+    presence = series.recorded(series.presence_series(slo), slo)
+    found = []
     if condition is not None:
-        result.identities.append(
+        found.append(
             Query(
                 f"Slices bad now that were not bad {before} earlier:",
-                f"({condition.expr_at[0]})\nunless {on}\n({condition.expr_at[BEFORE_MS]})",
+                f"({condition.expr_at[0]})\nunless {_on(slo)}\n({condition.expr_at[BEFORE_MS]})",
             )
         )
-    result.identities.append(
+    found.append(
         Query(f"Slices that exist now but not {before} earlier:", f"{presence}\nunless\n{presence} offset {before}")
     )
-    result.identities.append(
+    found.append(
         Query(
             f"Slices that existed {before} earlier but are gone now:", f"{presence} offset {before}\nunless\n{presence}"
         )
     )
     raw = _raw_selector(slo)
     if raw is not None:
-        result.identities.append(
+        found.append(
             Query(
                 f"Raw series whose exact label set is new since {before} earlier (new pods, instances, versions):",
                 f"{raw}\nunless\n{raw} offset {before}",
             )
         )
-        result.identities.append(
-            Query(f"Raw series that vanished since {before} earlier:", f"{raw} offset {before}\nunless\n{raw}")
-        )
-    if condition is None:
-        return result
-    bad = condition.expr_at[0]
-    for label in slo.slice.by:
-        result.smallest.append(Query(f"Bad slices per {code(label)}:", f"count by ({label}) (\n  {bad}\n)"))
+        vanished = f"{raw} offset {before}\nunless\n{raw}"
+        found.append(Query(f"Raw series that vanished since {before} earlier:", vanished))
+    return found
+
+
+def _smallest_queries(slo: SLO, bad: str) -> list[Query]:
+    found = [Query(f"Bad slices per {code(label)}:", f"count by ({label}) (\n  {bad}\n)") for label in slo.slice.by]
     if slo.counts_events and slo.slice.by:
-        result.smallest.append(
+        found.append(
             Query(
                 "The bad slice with the least traffic (the smallest reproduction):",
-                f"bottomk(1, {series.recorded(series.TOTAL_5M, slo)} and {on} ({bad}))",
+                f"bottomk(1, {series.recorded(series.TOTAL_5M, slo)} and {_on(slo)} ({bad}))",
             )
         )
-    value = series.value(slo)
-    by = slo.slice.by
+    return found
+
+
+def _counterexample_queries(slo: SLO, bad: str) -> list[Query]:
+    value, by, on = series.value(slo), slo.slice.by, _on(slo)
     if len(by) >= 2:
-        result.counterexample.append(
+        return [
             Query(
                 f"Healthy slices that share {code(by[0])} with a bad one:",
                 f"({value} unless {on} ({bad}))\nand on (slo, {by[0]})\n({bad})",
             )
+        ]
+    if by:
+        return [Query("Healthy slices right now:", f"{value}\nunless {on}\n({bad})")]
+    return [
+        Query(
+            f"The same signal {format_duration(BEFORE_MS)} earlier (set the offset to before the bad time):",
+            series.value(slo, BEFORE_MS),
         )
-    elif by:
-        result.counterexample.append(Query("Healthy slices right now:", f"{value}\nunless {on}\n({bad})"))
-    else:
-        result.counterexample.append(
-            Query(
-                f"The same signal {before} earlier (set the offset to before the bad time):",
-                series.value(slo, BEFORE_MS),
-            )
-        )
-    return result
+    ]
 
 
 # -- alerts -----------------------------------------------------------------------------
