@@ -1,0 +1,384 @@
+"""TypedDicts of the spec language, generated from ``schemas/*.json`` by ``compiler.source.typegen``.
+
+Do not edit: change the schema and run ``python -m compiler.source.typegen``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, Required, TypedDict
+
+
+class SLOJoin(TypedDict, total=False):
+    """Attach slice labels from an info metric (e.g. node pool from kube_node_labels) before aggregating."""
+    metric: Required[str]
+    on: Required[list[str]]
+    labels: Required[list[str]]
+
+
+class SLOSlice(TypedDict, total=False):
+    """The label dimensions the signal is judged and alerted per, and which series count."""
+    by: Required[list[str]]
+    selector: NotRequired[str]
+    join: NotRequired[SLOJoin | list[SLOJoin]]
+    cardinality: NotRequired[dict[str, int]]
+
+
+class SLOSliRatio(TypedDict, total=False):
+    """Events from counters: bad (or good) over total, per second over 5m."""
+    bad: NotRequired[str | list[str]]
+    good: NotRequired[str | list[str]]
+    total: Required[str | list[str]]
+
+
+class SLOThreshold(TypedDict, total=False):
+    when: NotRequired[str]
+    le: Required[int | float]
+
+
+class SLOSliLatency(TypedDict, total=False):
+    """Good = requests in the histogram bucket at the threshold; bad = the rest (plus optional error
+    events).
+    """
+    histogram: Required[str]
+    selector: NotRequired[str]
+    threshold: Required[int | float | list[SLOThreshold]]
+    buckets: NotRequired[list[int | float]]
+    errors: NotRequired[str | list[str]]
+    total: NotRequired[str | list[str]]
+
+
+class SLOSliState(TypedDict, total=False):
+    """A 0/1 state per unit (1 = good), counted as availability (unit-time in the good state)."""
+    expr: Required[str]
+
+
+class SLOSliGauge(TypedDict, total=False):
+    """A value judged against the normal range."""
+    expr: Required[str]
+    aggregate: NotRequired[Literal['sum', 'max', 'min', 'avg']]
+
+
+class SLOSliQuantile(TypedDict, total=False):
+    """A histogram quantile over 5m, judged against the normal range (which must stay below the top finite
+    bucket edge).
+    """
+    histogram: Required[str]
+    selector: NotRequired[str]
+    quantile: Required[int | float]
+    buckets: NotRequired[list[int | float]]
+
+
+class SLOSli(TypedDict, total=False):
+    ratio: NotRequired[SLOSliRatio]
+    latency: NotRequired[SLOSliLatency]
+    state: NotRequired[SLOSliState]
+    gauge: NotRequired[SLOSliGauge]
+    quantile: NotRequired[SLOSliQuantile]
+
+
+SLOBurnAlert = TypedDict(
+    "SLOBurnAlert",
+    {
+        "severity": Required[Literal['page', 'ticket', 'info']],
+        "long": Required[str],
+        "short": Required[str],
+        "for": NotRequired[str],
+        "keep_firing_for": NotRequired[str],
+        "factor": NotRequired[int | float],
+        "budget_share": NotRequired[str | int | float],
+    },
+    total=False,
+)
+
+
+class SLOObjective(TypedDict, total=False):
+    target: Required[str | int | float]
+    period: Required[str]
+    burn_alerts: NotRequired[list[SLOBurnAlert]]
+
+
+class SLORangeRelative(TypedDict, total=False):
+    offset: Required[str]
+    max_factor: NotRequired[int | float]
+    min_factor: NotRequired[int | float]
+    floor: NotRequired[int | float]
+
+
+SLORange = TypedDict(
+    "SLORange",
+    {
+        "min": NotRequired[int | float],
+        "max": NotRequired[int | float],
+        "relative": NotRequired[SLORangeRelative],
+        "severity": NotRequired[Literal['page', 'ticket', 'info']],
+        "for": NotRequired[str],
+        "keep_firing_for": NotRequired[str],
+        "reason": NotRequired[str],
+    },
+    total=False,
+)
+
+
+SLOPersistence = TypedDict(
+    "SLOPersistence",
+    {
+        "for": Required[str],
+        "keep_firing_for": NotRequired[str],
+    },
+    total=False,
+)
+
+
+SLONoData = TypedDict(
+    "SLONoData",
+    {
+        "for": NotRequired[str],
+        "severity": NotRequired[Literal['page', 'ticket', 'info']],
+        "enabled": NotRequired[bool],
+    },
+    total=False,
+)
+
+
+class SLOMitigation(TypedDict, total=False):
+    summary: Required[str]
+    steps: Required[list[str]]
+    stop_conditions: Required[list[str]]
+    escalation: Required[str]
+    automation: NotRequired[str]
+
+
+SLOSegment = TypedDict(
+    "SLOSegment",
+    {
+        "for": Required[str],
+        "value": NotRequired[int | float],
+        "error_ratio": NotRequired[int | float],
+        "ramp_to": NotRequired[int | float],
+        "rate": NotRequired[int | float],
+        "gap": NotRequired[Literal[True]],
+    },
+    total=False,
+)
+
+
+class SLOExpectation(TypedDict, total=False):
+    alert: NotRequired[str]
+    fires_by: NotRequired[str]
+    silent_until: NotRequired[str]
+    nothing_fires_until: NotRequired[str]
+
+
+class SLOScenario(TypedDict, total=False):
+    name: Required[str]
+    description: NotRequired[str]
+    slice: NotRequired[dict[str, str]]
+    shape: Required[list[SLOSegment]]
+    expect: Required[list[SLOExpectation]]
+
+
+class SLOSpecExplainsItem(TypedDict, total=False):
+    slo: Required[str]
+    equal: Required[list[str]]
+    severity: NotRequired[Literal['page', 'ticket', 'any']]
+
+
+class SLOSpec(TypedDict, total=False):
+    """One signal: who owns it, how it is sliced, its normal range, how long it may be out of range, what
+    to do when it is, what it measures and, where it has an error budget, its objective.
+    """
+    apiVersion: Required[Literal['slo-compiler/v1']]
+    kind: Required[Literal['SLO']]
+    name: Required[str]
+    alert_name: NotRequired[str]
+    family: Required[Literal['scheduling-api-latency', 'watch-list-volume', 'node-network-errors']]
+    owner: Required[str]
+    description: Required[str]
+    k8s_versions: NotRequired[str]
+    unit: NotRequired[Literal['ratio', 'seconds', 'bytes', 'bytes_per_second', 'per_second', 'count']]
+    slice: Required[SLOSlice]
+    sli: Required[SLOSli]
+    objective: NotRequired[SLOObjective]
+    normal_range: NotRequired[SLORange]
+    critical_range: NotRequired[SLORange]
+    persistence: Required[SLOPersistence]
+    no_data: NotRequired[SLONoData]
+    mitigation: Required[SLOMitigation]
+    see_also: NotRequired[list[str]]
+    scenarios: NotRequired[list[SLOScenario]]
+    mode: NotRequired[Literal['live', 'shadow']]
+    explains: NotRequired[list[SLOSpecExplainsItem]]
+    series_budget: NotRequired[int]
+
+
+class ProjectTiming(TypedDict, total=False):
+    group_wait: NotRequired[str]
+    group_interval: NotRequired[str]
+    repeat_interval: NotRequired[str]
+
+
+class ProjectSpecAlertmanagerTiming(TypedDict, total=False):
+    """Notification timing per severity (teams may override)."""
+    page: NotRequired[ProjectTiming]
+    ticket: NotRequired[ProjectTiming]
+    info: NotRequired[ProjectTiming]
+
+
+ProjectSpecAlertmanagerSmtp = TypedDict(
+    "ProjectSpecAlertmanagerSmtp",
+    {
+        "smarthost": Required[str],
+        "from": Required[str],
+        "auth_username": NotRequired[str],
+        "auth_password_file": NotRequired[str],
+        "require_tls": NotRequired[bool],
+        "auth_password": NotRequired[Any],
+    },
+    total=False,
+)
+
+
+class ProjectSpecAlertmanager(TypedDict, total=False):
+    timing: NotRequired[ProjectSpecAlertmanagerTiming]
+    resolve_timeout: NotRequired[str]
+    smtp: NotRequired[ProjectSpecAlertmanagerSmtp]
+
+
+class ProjectSpecAutomationsItem(TypedDict, total=False):
+    name: Required[str]
+    url: Required[str]
+    credentials_file: NotRequired[str]
+    description: NotRequired[str]
+
+
+class ProjectSpecRuleProfilesPrometheusOperator(TypedDict, total=False):
+    """PrometheusRule objects, one per spec."""
+    namespace: Required[str]
+    labels: NotRequired[dict[str, str]]
+
+
+class ProjectSpecRuleProfilesThanos(TypedDict, total=False):
+    """Thanos Ruler rule files."""
+    partial_response_strategy: NotRequired[Literal['warn', 'abort']]
+
+
+class ProjectSpecRuleProfilesMimir(TypedDict, total=False):
+    """Mimir/Cortex ruler namespaces (mimirtool format), one namespace per team."""
+    tenant: Required[str]
+
+
+class ProjectSpecRuleProfilesVmalert(TypedDict, total=False):
+    """VictoriaMetrics vmalert 1.79 rule files (no keep_firing_for: vmalert 1.79 rejects it)."""
+
+
+class ProjectSpecRuleProfiles(TypedDict, total=False):
+    """Rule formats for the engines the platform runs, written next to the plain Prometheus 2.42 rule files
+    (which are always written: the promtool tests use them).
+    """
+    prometheus_operator: NotRequired[ProjectSpecRuleProfilesPrometheusOperator]
+    thanos: NotRequired[ProjectSpecRuleProfilesThanos]
+    mimir: NotRequired[ProjectSpecRuleProfilesMimir]
+    vmalert: NotRequired[ProjectSpecRuleProfilesVmalert]
+
+
+class ProjectSpecClusterProfile(TypedDict, total=False):
+    """The cluster the rules run against, for estimating how many series each spec's recording rules
+    produce.
+    """
+    name: NotRequired[str]
+    clusters: NotRequired[int]
+    nodes: NotRequired[int]
+    node_pools: NotRequired[int]
+    zones: NotRequired[int]
+    apiservers: NotRequired[int]
+    watched_resources: NotRequired[int]
+    label_cardinality: NotRequired[dict[str, int]]
+    default_label_cardinality: NotRequired[int]
+    default_series_budget: NotRequired[int]
+
+
+class ProjectSpec(TypedDict, total=False):
+    apiVersion: Required[Literal['slo-compiler/v1']]
+    kind: Required[Literal['Project']]
+    runbook_base_url: NotRequired[str]
+    evaluation_interval: NotRequired[str]
+    grafana_base_url: NotRequired[str]
+    alertmanager: NotRequired[ProjectSpecAlertmanager]
+    automations: NotRequired[list[ProjectSpecAutomationsItem]]
+    rule_profiles: NotRequired[ProjectSpecRuleProfiles]
+    cluster_profile: NotRequired[ProjectSpecClusterProfile]
+
+
+class OwnersReceiverPagerduty(TypedDict, total=False):
+    routing_key_file: Required[str]
+    severity: NotRequired[Literal['critical', 'error', 'warning', 'info']]
+    routing_key: NotRequired[Any]
+    service_key: NotRequired[Any]
+
+
+class OwnersReceiverSlack(TypedDict, total=False):
+    api_url_file: Required[str]
+    channel: Required[str]
+    api_url: NotRequired[Any]
+
+
+class OwnersReceiverEmail(TypedDict, total=False):
+    to: Required[str]
+    auth_password: NotRequired[Any]
+
+
+class OwnersReceiverWebhook(TypedDict, total=False):
+    url: Required[str]
+    credentials_file: NotRequired[str]
+    max_alerts: NotRequired[int]
+
+
+class OwnersReceiverOpsgenie(TypedDict, total=False):
+    api_key_file: Required[str]
+    priority: NotRequired[Literal['P1', 'P2', 'P3', 'P4', 'P5']]
+    api_key: NotRequired[Any]
+
+
+class OwnersReceiver(TypedDict, total=False):
+    pagerduty: NotRequired[OwnersReceiverPagerduty]
+    slack: NotRequired[OwnersReceiverSlack]
+    email: NotRequired[OwnersReceiverEmail]
+    webhook: NotRequired[OwnersReceiverWebhook]
+    opsgenie: NotRequired[OwnersReceiverOpsgenie]
+
+
+class OwnersSpecTeamsItemReceivers(TypedDict, total=False):
+    """Where this team's alerts go, per severity. Secrets only by reference (*_file paths); `info` defaults
+    to `ticket`, `shadow` (specs in shadow mode) defaults to recording only.
+    """
+    page: Required[list[OwnersReceiver]]
+    ticket: Required[list[OwnersReceiver]]
+    info: NotRequired[list[OwnersReceiver]]
+    shadow: NotRequired[list[OwnersReceiver]]
+
+
+class OwnersTiming(TypedDict, total=False):
+    group_wait: NotRequired[str]
+    group_interval: NotRequired[str]
+    repeat_interval: NotRequired[str]
+
+
+class OwnersSpecTeamsItemTiming(TypedDict, total=False):
+    """Per-severity overrides of the project's notification timing."""
+    page: NotRequired[OwnersTiming]
+    ticket: NotRequired[OwnersTiming]
+    info: NotRequired[OwnersTiming]
+
+
+class OwnersSpecTeamsItem(TypedDict, total=False):
+    name: Required[str]
+    contact: Required[str]
+    escalation: NotRequired[list[str]]
+    receivers: Required[OwnersSpecTeamsItemReceivers]
+    timing: NotRequired[OwnersSpecTeamsItemTiming]
+
+
+class OwnersSpec(TypedDict, total=False):
+    apiVersion: Required[Literal['slo-compiler/v1']]
+    kind: Required[Literal['Owners']]
+    teams: Required[list[OwnersSpecTeamsItem]]
