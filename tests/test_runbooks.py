@@ -22,6 +22,7 @@ from compiler.model import Model, links
 from compiler.plan import plan, plan_spec
 from compiler.promql import parse_expr
 from compiler.targets import prometheus, runbooks
+from compiler.text import markdown
 from tests.support import compile_tree
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -412,16 +413,16 @@ def test_hostile_text_is_otherwise_verbatim(hostile_pair: tuple[Model, str, str]
 
 
 def test_filters_escape_what_the_context_needs() -> None:
-    assert runbooks.md("# a\n\n  - b", indent=2) == "\\# a\\\n  \\- b"
-    assert runbooks.md("1. x 2. y\n1.5 z") == "1\\. x 2. y\\\n1.5 z"
-    assert runbooks.cell("a|b `c|d`\ne") == "a\\|b `c\\|d`<br>e"
-    assert runbooks.md("keep `<b>` and <b>") == "keep `<b>` and &lt;b&gt;"
-    assert runbooks.md("one ` two ``") == "one &#96; two &#96;&#96;"
-    assert runbooks.inline("a\nb") == "a b"
-    assert runbooks.md("[x]: /u\n***\n_ _ _\n* y\n~~~") == "\\[x]: /u\\\n\\***\\\n\\_ _ _\\\n\\* y\\\n\\~~~"
-    assert runbooks.md("**bold** [link](/u) ~~del~~") == "**bold** [link](/u) ~~del~~"  # inline Markdown kept
-    assert runbooks.code("x `y` z") == "``x `y` z``"
-    assert runbooks.fence("a ```` b").split("\n")[0] == "`````promql"
+    assert markdown.md("# a\n\n  - b", indent=2) == "\\# a\\\n  \\- b"
+    assert markdown.md("1. x 2. y\n1.5 z") == "1\\. x 2. y\\\n1.5 z"
+    assert markdown.cell("a|b `c|d`\ne") == "a\\|b `c\\|d`<br>e"
+    assert markdown.md("keep `<b>` and <b>") == "keep `<b>` and &lt;b&gt;"
+    assert markdown.md("one ` two ``") == "one &#96; two &#96;&#96;"
+    assert markdown.inline("a\nb") == "a b"
+    assert markdown.md("[x]: /u\n***\n_ _ _\n* y\n~~~") == "\\[x]: /u\\\n\\***\\\n\\_ _ _\\\n\\* y\\\n\\~~~"
+    assert markdown.md("**bold** [link](/u) ~~del~~") == "**bold** [link](/u) ~~del~~"  # inline Markdown kept
+    assert markdown.code("x `y` z") == "``x `y` z``"
+    assert markdown.fence("a ```` b").split("\n")[0] == "`````promql"
 
 
 # -- (d) PromQL blocks ---------------------------------------------------------------------

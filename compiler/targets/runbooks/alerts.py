@@ -1,0 +1,152 @@
+"""One view per alert heading of a runbook, and the rows of its thresholds table, from the plan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from compiler.model import (
+    SLO,
+    BurnAlert,
+    Range,
+    series,
+    windows,
+)
+from compiler.plan import AlertSpec, SpecPlan
+from compiler.promql import format_duration
+from compiler.targets.runbooks.queries import bounds
+from compiler.text import numbers
+from compiler.text.numbers import go_float
+
+# -- alerts -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the thresholds table; every field is plain text for the ``cell`` filter."""
+
+    alert: str
+    severity: str
+    kind: str
+    long: str
+    short: str
+    factor: str
+    ratio: str
+    bound: str
+    for_: str
+    keep_firing_for: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Pair:
+    burn: BurnAlert
+    threshold: str  # error ratio, as a percentage
+    exhaustion: str  # time to spend the whole budget at this rate
+
+
+@dataclass(frozen=True)
+class AlertView:
+    """Everything one alert heading says; burn pairs that share a name share one view."""
+
+    name: str
+    kind: str
+    rules: tuple[AlertSpec, ...]
+    pairs: tuple[Pair, ...] = ()
+    band: Range | None = None
+    band_label: str = ""
+    direction: str = ""
+    bounds: tuple[str, ...] = ()
+
+    @property
+    def severities(self) -> str:
+        return ", ".join(dict.fromkeys(rule.severity for rule in self.rules))
+
+
+def _pair(slo: SLO, burn: BurnAlert) -> Pair:
+    assert slo.objective is not None
+    exhaustion = windows.exhaustion_ms(slo.objective.period_ms, burn.factor)
+    return Pair(burn, numbers.percent(burn.factor * slo.objective.budget), format_duration(exhaustion))
+
+
+def alert_views(spec: SpecPlan) -> list[AlertView]:
+    slo = spec.slo
+    grouped: dict[str, list[AlertSpec]] = {}
+    for alert in spec.alerts:
+        grouped.setdefault(alert.name, []).append(alert)
+    views = []
+    for name, rules in grouped.items():
+        first = rules[0]
+        if first.kind == "burn":
+            pairs = tuple(_pair(slo, rule.burn) for rule in rules if rule.burn is not None)
+            views.append(AlertView(name, "burn", tuple(rules), pairs=pairs))
+        elif first.kind == "range" and first.band is not None and first.side is not None:
+            found = tuple(bounds(slo, first.band, first.side))
+            views.append(
+                AlertView(
+                    name,
+                    "range",
+                    tuple(rules),
+                    band=first.band,
+                    band_label=first.level or "",
+                    direction=first.side,
+                    bounds=found,
+                )
+            )
+        else:
+            views.append(AlertView(name, first.kind, tuple(rules)))
+    return views
+
+
+def dash_duration(value: int) -> str:
+    """A duration for a table cell; zero (not set) is an em dash."""
+    return format_duration(value) if value else "—"
+
+
+def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
+    rows = []
+    for view in views:
+        for rule in view.rules:
+            common = {"alert": view.name, "severity": rule.severity, "for_": dash_duration(rule.for_ms)}
+            common["keep_firing_for"] = dash_duration(rule.keep_firing_for_ms)
+            if rule.kind == "burn" and rule.burn is not None and slo.objective is not None:
+                pair = _pair(slo, rule.burn)
+                rows.append(
+                    Row(
+                        **common,
+                        kind="error budget burn",
+                        long=format_duration(rule.burn.long_ms),
+                        short=format_duration(rule.burn.short_ms),
+                        factor=f"{go_float(rule.burn.factor)}x",
+                        ratio=pair.threshold,
+                        bound="—",
+                        why=f"the {format_duration(slo.objective.period_ms)} budget is gone in {pair.exhaustion}",
+                    )
+                )
+            elif rule.kind == "range":
+                rows.append(
+                    Row(
+                        **common,
+                        kind=f"{(rule.level or '').lower()} range",
+                        long="—",
+                        short="—",
+                        factor="—",
+                        ratio="—",
+                        bound="; ".join(view.bounds),
+                        why=rule.band.reason if rule.band is not None and rule.band.reason else "—",
+                    )
+                )
+            else:
+                rows.append(
+                    Row(
+                        **common,
+                        kind="no data",
+                        long="—",
+                        short="—",
+                        factor="—",
+                        ratio="—",
+                        bound=f"no {series.presence_series(slo)} series for {dash_duration(rule.for_ms)}",
+                        why="every other alert of this spec is blind",
+                    )
+                )
+    return rows
