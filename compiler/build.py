@@ -16,6 +16,7 @@ from compiler import promql
 from compiler.buckets import KNOWN_BUCKETS
 from compiler.budget import estimate
 from compiler.diagnostics import Diagnostics
+from compiler.labels import reserved_because
 from compiler.load import Document, PathKey
 from compiler.model import (
     SLI,
@@ -59,9 +60,6 @@ EXPECTATION_KINDS: dict[str, Literal["firing", "silent", "nothing"]] = {
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
-RESERVED_LABELS = frozenset(
-    {"slo", "team", "family", "severity", "alertname", "long_window", "short_window", "le", "__name__"}
-)
 
 
 @dataclass(frozen=True)
@@ -291,8 +289,7 @@ class _SpecBuilder:
         raw = self.data["slice"]
         by = self.label_names(("slice", "by"), raw["by"])
         for index, label in enumerate(by):
-            if label in RESERVED_LABELS:
-                self.error(("slice", "by", index), f"slice label '{label}' is reserved by the compiler")
+            self._check_not_reserved(("slice", "by", index), label)
         matchers = self.matchers(("slice", "selector"), raw.get("selector"))
         for matcher in matchers:
             if matcher.name == "__name__":
@@ -319,6 +316,17 @@ class _SpecBuilder:
             joins=tuple(joins),
             cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
         )
+
+    def _check_not_reserved(self, key: PathKey, label: str) -> None:
+        """A slice label the rules or routes also set would be overwritten, forking or hijacking alerts."""
+        why = reserved_because(label)
+        if why is not None:
+            self.error(
+                key,
+                f"slice label '{label}' is reserved ({why}): as a slice label it would be overwritten, "
+                "collapsing slices into duplicate series, or would misroute alerts; slice by another label, "
+                "or rename it at the source (metric_relabel_configs, or label_replace in the expression)",
+            )
 
     def sli(self, slice_: Slice) -> SLI | None:
         raw = self.data["sli"]

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from compiler import labels as lbl
 from compiler import series
 from compiler.build import alert_names_for
 from compiler.links import runbook_url
@@ -34,7 +35,7 @@ from compiler.yamlout import dump
 
 RULES_DIR = "prometheus/rules"
 RAW_RANGE = "5m"
-TERM_LABEL = "__slo_term"
+TERM_LABEL = lbl.TERM
 
 
 # -- naming shared with runbooks, routes and tests --------------------------------------
@@ -106,8 +107,8 @@ def _le_matcher(le: float) -> Matcher:
     """Prometheus 3 writes integral edges as 1.0, Prometheus 2 as 1: match both."""
     text = go_float(le)
     if le.is_integer() and "e" not in text:
-        return Matcher("le", "=~", f"{text}(\\.0)?")
-    return Matcher("le", "=", text)
+        return Matcher(lbl.BUCKET_BOUND, "=~", f"{text}(\\.0)?")
+    return Matcher(lbl.BUCKET_BOUND, "=", text)
 
 
 def _zero_fallback(expr: str, slo: SLO) -> str:
@@ -159,7 +160,7 @@ def _value(slo: SLO) -> str:
         return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
     if isinstance(sli, QuantileSLI):
         bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
-        keep = ["le", *slo.slice.by]
+        keep = [lbl.BUCKET_BOUND, *slo.slice.by]
         rate = _joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice)
         return f"histogram_quantile(\n  {go_float(sli.quantile)},\n  sum by ({', '.join(keep)}) (\n    {rate}\n  )\n)"
     raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover
@@ -169,19 +170,19 @@ def _value(slo: SLO) -> str:
 
 
 def _record(name: str, expr: str, slo: SLO) -> dict[str, Any]:
-    return {"record": name, "expr": expr, "labels": {"slo": slo.name}}
+    return {"record": name, "expr": expr, "labels": {lbl.SLO: slo.name}}
 
 
 def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     info_labels = {
-        "slo": slo.name,
-        "team": slo.owner.name,
-        "family": slo.family,
-        "spec_hash": slo.spec_hash,
+        lbl.SLO: slo.name,
+        lbl.TEAM: slo.owner.name,
+        lbl.FAMILY: slo.family,
+        lbl.SPEC_HASH: slo.spec_hash,
     }
     if slo.objective is not None:
-        info_labels["objective"] = go_float(slo.objective.target)
-        info_labels["period"] = format_duration(slo.objective.period_ms)
+        info_labels[lbl.OBJECTIVE] = go_float(slo.objective.target)
+        info_labels[lbl.PERIOD] = format_duration(slo.objective.period_ms)
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
         rules.append(_record(series.VALUE, _value(slo), slo))
@@ -258,11 +259,11 @@ class AlertRule:
 def _labels(slo: SLO, severity: str, extra: dict[str, str]) -> dict[str, str]:
     """Routing labels. A shadow spec is marked so Alertmanager keeps it off paging receivers;
     a live spec with an automated mitigation names its automation webhook."""
-    labels = {"severity": severity, "team": slo.owner.name, "slo": slo.name, "family": slo.family, **extra}
+    labels = {lbl.SEVERITY: severity, lbl.TEAM: slo.owner.name, lbl.SLO: slo.name, lbl.FAMILY: slo.family, **extra}
     if slo.mode == "shadow":
-        labels["shadow"] = "true"
+        labels[lbl.SHADOW] = "true"
     elif slo.mitigation.automation:
-        labels["automation"] = slo.mitigation.automation
+        labels[lbl.AUTOMATION] = slo.mitigation.automation
     return labels
 
 
@@ -303,7 +304,7 @@ def _burn_alert(model: Model, slo: SLO, burn: BurnAlert) -> AlertRule:
         f"budget is gone in {exhaustion}."
     )
     name = f"{slo.alert_name}ErrorBudgetBurn"
-    labels = {"long_window": long_w, "short_window": short_w, "burn_factor": go_float(burn.factor)}
+    labels = {lbl.LONG_WINDOW: long_w, lbl.SHORT_WINDOW: short_w, lbl.BURN_FACTOR: go_float(burn.factor)}
     return AlertRule(
         name=name,
         expr=expr,
