@@ -48,7 +48,7 @@ from compiler.model import (
 )
 from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher, PromQLError
-from compiler.registry import build_project, build_teams
+from compiler.registry import build_project, build_teams, check_templated_fields
 from compiler.validate import _suggest, validate_document
 
 MINUTE = 60_000
@@ -715,6 +715,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
 
     project = build_project(documents, diagnostics)
     teams = build_teams(documents, project, diagnostics)
+    check_templated_fields(documents, diagnostics)
 
     slos: dict[str, SLO] = {}
     seen: dict[str, str] = {}
