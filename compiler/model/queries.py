@@ -21,11 +21,12 @@ from compiler.model import (
     StateSLI,
     series,
 )
+from compiler.model import labels as lbl
 from compiler.promql import Matcher, render_selector
 from compiler.text.numbers import go_float
 
 RAW_RANGE = "5m"
-TERM_LABEL = "__slo_term"  # keeps series of different metrics with equal labels apart inside one sum
+TERM_LABEL = lbl.TERM  # keeps series of different metrics with equal labels apart inside one sum
 
 
 def _by(labels: Sequence[str]) -> str:
@@ -80,8 +81,8 @@ def _le_matcher(le: float) -> Matcher:
     """Prometheus 3 writes integral edges as 1.0, Prometheus 2 as 1: match both."""
     text = go_float(le)
     if le.is_integer() and "e" not in text:
-        return Matcher("le", "=~", f"{text}(\\.0)?")
-    return Matcher("le", "=", text)
+        return Matcher(lbl.BUCKET_BOUND, "=~", f"{text}(\\.0)?")
+    return Matcher(lbl.BUCKET_BOUND, "=", text)
 
 
 def _zero_fallback(expr: str, slo: SLO) -> str:
@@ -135,7 +136,7 @@ def value(slo: SLO) -> str:
         return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
     if isinstance(sli, QuantileSLI):
         bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
-        keep = ["le", *slo.slice.by]
+        keep = [lbl.BUCKET_BOUND, *slo.slice.by]
         rate = _joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice)
         return f"histogram_quantile(\n  {go_float(sli.quantile)},\n  sum by ({', '.join(keep)}) (\n    {rate}\n  )\n)"
     raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from compiler.model import SLO, BurnAlert, Model, Range, Severity, series
+from compiler.model import labels as lbl
 from compiler.model.naming import (
     Level,
     Side,
@@ -28,10 +29,6 @@ from compiler.text.numbers import go_float
 
 AlertKind = Literal["burn", "range", "no_data"]
 
-# Labels the compiler itself sets on alerts; routes, inhibitions and tests match on them.
-ROUTING_LABELS = ("severity", "team", "slo", "family")
-BURN_LABELS = ("long_window", "short_window", "burn_factor")
-MODE_LABELS = ("shadow", "automation")
 
 
 @dataclass(frozen=True)
@@ -96,16 +93,16 @@ def routing_labels(slo: SLO, severity: Severity, extra: Labels = ()) -> Labels:
     """The labels Alertmanager routes on. A shadow spec is marked so routes keep it off paging
     receivers; a live spec with an automated mitigation names its automation webhook."""
     labels: list[tuple[str, str]] = [
-        ("severity", severity),
-        ("team", slo.owner.name),
-        ("slo", slo.name),
-        ("family", slo.family),
+        (lbl.SEVERITY, severity),
+        (lbl.TEAM, slo.owner.name),
+        (lbl.SLO, slo.name),
+        (lbl.FAMILY, slo.family),
         *extra,
     ]
     if slo.mode == "shadow":
-        labels.append(("shadow", "true"))
+        labels.append((lbl.SHADOW, "true"))
     elif slo.mitigation.automation:
-        labels.append(("automation", slo.mitigation.automation))
+        labels.append((lbl.AUTOMATION, slo.mitigation.automation))
     return tuple(labels)
 
 
@@ -115,9 +112,9 @@ def _burn_alerts(slo: SLO) -> list[AlertSpec]:
     alerts = []
     for burn in slo.objective.burn_alerts:
         window_labels = (
-            ("long_window", format_duration(burn.long_ms)),
-            ("short_window", format_duration(burn.short_ms)),
-            ("burn_factor", go_float(burn.factor)),
+            (lbl.LONG_WINDOW, format_duration(burn.long_ms)),
+            (lbl.SHORT_WINDOW, format_duration(burn.short_ms)),
+            (lbl.BURN_FACTOR, go_float(burn.factor)),
         )
         alerts.append(
             AlertSpec(

@@ -44,9 +44,10 @@ from compiler.model import (
 )
 from compiler.model.buckets import KNOWN_BUCKETS
 from compiler.model.budget import estimate
+from compiler.model.labels import reserved_because
 from compiler.promql import Matcher, PromQLError
 from compiler.source.load import Document, PathKey
-from compiler.source.registry import build_project, build_teams
+from compiler.source.registry import build_project, build_teams, check_templated_fields
 from compiler.source.schema import _suggest, validate_document
 from compiler.text.numbers import clean_number, go_float
 
@@ -59,9 +60,6 @@ EXPECTATION_KINDS: dict[str, Literal["firing", "silent", "nothing"]] = {
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
-RESERVED_LABELS = frozenset(
-    {"slo", "team", "family", "severity", "alertname", "long_window", "short_window", "le", "__name__"}
-)
 
 
 @dataclass(frozen=True)
@@ -289,8 +287,7 @@ class _SpecBuilder:
         raw = self.data["slice"]
         by = self.label_names(("slice", "by"), raw["by"])
         for index, label in enumerate(by):
-            if label in RESERVED_LABELS:
-                self.error(("slice", "by", index), f"slice label '{label}' is reserved by the compiler")
+            self._check_not_reserved(("slice", "by", index), label)
         matchers = self.matchers(("slice", "selector"), raw.get("selector"))
         for matcher in matchers:
             if matcher.name == "__name__":
@@ -317,6 +314,17 @@ class _SpecBuilder:
             joins=tuple(joins),
             cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
         )
+
+    def _check_not_reserved(self, key: PathKey, label: str) -> None:
+        """A slice label the rules or routes also set would be overwritten, forking or hijacking alerts."""
+        why = reserved_because(label)
+        if why is not None:
+            self.error(
+                key,
+                f"slice label '{label}' is reserved ({why}): as a slice label it would be overwritten, "
+                "collapsing slices into duplicate series, or would misroute alerts; slice by another label, "
+                "or rename it at the source (metric_relabel_configs, or label_replace in the expression)",
+            )
 
     def sli(self, slice_: Slice) -> SLI | None:
         raw = self.data["sli"]
@@ -705,6 +713,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
 
     project = build_project(documents, diagnostics)
     teams = build_teams(documents, project, diagnostics)
+    check_templated_fields(documents, diagnostics)
 
     slos: dict[str, SLO] = {}
     seen: dict[str, str] = {}
@@ -720,6 +729,8 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         if slo is not None:
             slos[name] = slo
     _check_links(by_kind["SLO"], slos, project, diagnostics)
+    _check_explains_scope(by_kind["SLO"], slos, diagnostics)
+    _check_explains_cycles(by_kind["SLO"], slos, diagnostics)
     _check_budgets(by_kind["SLO"], slos, project, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():
@@ -769,6 +780,95 @@ def _check_links(documents: list[Document], slos: dict[str, SLO], project: Proje
                         document.position((*key, "equal", position)),
                         f"'{label}' is not a slice label of {' and '.join(missing)}, so alerts cannot be matched on it",
                     )
+
+
+def _alert_severities(slo: SLO) -> set[str]:
+    """The severities of a spec's alerts: what the source matcher of its explains entries can match."""
+    found: set[str] = set()
+    if slo.objective is not None:
+        found.update(burn.severity for burn in slo.objective.burn_alerts)
+    found.update(band.severity for band in (slo.normal_range, slo.critical_range) if band is not None)
+    if slo.no_data.enabled:
+        found.add(slo.no_data.severity)
+    return found
+
+
+def _check_explains_scope(documents: list[Document], slos: dict[str, SLO], diagnostics: Diagnostics) -> None:
+    """An explains entry must be able to fire, and only for the slice it explains.
+
+    With ``equal: []`` Alertmanager inhibits regardless of labels, so one cluster's page
+    silences every cluster's alerts of the explained spec; an entry whose severity the spec
+    never alerts with is never a source, so the explained alerts are never held back.
+    """
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        severities = _alert_severities(slo)
+        for index, explains in enumerate(slo.explains):
+            key: PathKey = ("explains", index)
+            target = slos.get(explains.slo)
+            if target is None or target.name == slo.name:
+                continue  # reported by _check_links
+            if not explains.equal:
+                shared = [label for label in slo.slice.by if label in target.slice.by]
+                fix = (
+                    f"list the slice labels both share ({', '.join(shared)})"
+                    if shared
+                    else f"{slo.name} and {target.name} share no slice label, so drop the entry or slice both by one"
+                )
+                diagnostics.error(
+                    document.position((*key, "equal")),
+                    f"explains {target.name} with equal: [] would let an alert of {slo.name} in one slice (one "
+                    f"cluster) silence {target.name} in every slice; {fix}",
+                )
+            if explains.severity != "any" and explains.severity not in severities:
+                own = ", ".join(sorted(severities)) or "none"
+                diagnostics.error(
+                    document.position((*key, "severity")),
+                    f"explains {target.name} can never inhibit: only {slo.name}'s {explains.severity} alerts would "
+                    f"silence it, and it has none (its alerts are {own}); set severity: any (or {own}) on this "
+                    f"entry, or give the spec a {explains.severity} alert",
+                )
+
+
+def _explains_path(start: str, goal: str, slos: dict[str, SLO]) -> list[str] | None:
+    """The shortest chain of explains from ``start`` to ``goal`` (both included), or None."""
+    previous: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        current = queue.pop(0)
+        if current == goal:
+            path = [goal]
+            while path[-1] != start:
+                path.append(previous[path[-1]])
+            return path[::-1]
+        source = slos.get(current)
+        for explains in source.explains if source is not None else ():
+            if explains.slo not in previous and explains.slo != start and explains.slo in slos:
+                previous[explains.slo] = current
+                queue.append(explains.slo)
+    return None
+
+
+def _check_explains_cycles(documents: list[Document], slos: dict[str, SLO], diagnostics: Diagnostics) -> None:
+    """Explains must not loop: Alertmanager lets each alert of a loop inhibit the next, so all stay silent."""
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        for index, explains in enumerate(slo.explains):
+            if explains.slo == slo.name or explains.slo not in slos:
+                continue  # reported by _check_links
+            back = _explains_path(explains.slo, slo.name, slos)
+            if back is None:
+                continue
+            cycle = " -> ".join([slo.name, *back])
+            diagnostics.error(
+                document.position(("explains", index, "slo")),
+                f"explains cycle {cycle}: when these fire together each inhibits the next in Alertmanager and "
+                "none of them reaches anyone; decide which one is the cause and drop the explains entry of the other",
+            )
 
 
 def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:

@@ -73,6 +73,79 @@ def _receivers(raw: Any) -> tuple[tuple[Channel, tuple[Receiver, ...]], ...]:
     return tuple(result)
 
 
+# Settings that Alertmanager 0.25 executes as Go templates for every notification (slack
+# channel, email to and from: notify/slack, notify/email), or that become part of a Prometheus
+# annotation template (the runbook URL). A template action in one of them passes
+# `amtool check-config` and then fails every notification, or every annotation, at run time.
+# Their values are names and addresses where braces are never legitimate, so a delimiter is
+# rejected rather than escaped (free spec text, which may quote a template, is escaped instead).
+# Not templated in 0.25, so not listed: webhook and automation URLs, smarthost, auth_username;
+# pagerduty severity and opsgenie priority are enums in the schema.
+_NOTIFICATION = "Alertmanager executes it as a template for every notification: it passes amtool check-config, "
+TEMPLATED_RECEIVER_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("slack", "channel", _NOTIFICATION + "then every notification to this receiver fails"),
+    ("email", "to", _NOTIFICATION + "then every e-mail to this receiver fails"),
+)
+TEMPLATED_PROJECT_FIELDS: tuple[tuple[PathKey, str], ...] = (
+    (("alertmanager", "smtp", "from"), _NOTIFICATION + "then every e-mail notification fails"),
+    (
+        ("runbook_base_url",),
+        "every alert's runbook_url annotation starts with it and Prometheus expands annotations as templates, "
+        "so the runbook link would be lost",
+    ),
+)
+TEMPLATE_DELIMITERS = ("{{", "}}")
+
+
+def _reject_template_delimiters(
+    document: Document, key: PathKey, value: Any, consequence: str, diagnostics: Diagnostics
+) -> None:
+    if isinstance(value, str) and any(delimiter in value for delimiter in TEMPLATE_DELIMITERS):
+        field = ".".join(str(part) for part in key[-2:] if isinstance(part, str))
+        diagnostics.error(
+            document.position(key),
+            f"{field} {value!r} contains a Go template delimiter ('{{{{' or '}}}}'); {consequence}. Remove the braces",
+        )
+
+
+def check_templated_fields(documents: list[Document], diagnostics: Diagnostics) -> None:
+    """Reject template delimiters in every registry or project value that is executed as a template."""
+    for document in documents:
+        data = document.data
+        if not isinstance(data, dict):
+            continue
+        if data.get("kind") == "Project":
+            for key, consequence in TEMPLATED_PROJECT_FIELDS:
+                _reject_template_delimiters(document, key, _lookup(data, key), consequence, diagnostics)
+        if data.get("kind") == "Owners":
+            for key, consequence in _receiver_fields(data):
+                _reject_template_delimiters(document, key, _lookup(data, key), consequence, diagnostics)
+
+
+def _receiver_fields(data: dict[str, Any]) -> list[tuple[PathKey, str]]:
+    """The path of every templated receiver setting an Owners document could hold."""
+    found: list[tuple[PathKey, str]] = []
+    teams = data.get("teams")
+    for index, team in enumerate(teams if isinstance(teams, list) else []):
+        receivers = team.get("receivers") if isinstance(team, dict) else None
+        for channel, entries in receivers.items() if isinstance(receivers, dict) else ():
+            for position in range(len(entries) if isinstance(entries, list) else 0):
+                for kind, field, consequence in TEMPLATED_RECEIVER_FIELDS:
+                    found.append((("teams", index, "receivers", channel, position, kind, field), consequence))
+    return found
+
+
+def _lookup(data: Any, key: PathKey) -> Any:
+    for part in key:
+        if isinstance(data, dict) and isinstance(part, str):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
 def build_teams(documents: list[Document], project: Project, diagnostics: Diagnostics) -> dict[str, Team]:
     teams: dict[str, Team] = {}
     positions: dict[str, str] = {}

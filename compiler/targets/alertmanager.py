@@ -23,6 +23,7 @@ from importlib import resources
 from typing import Any
 
 from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
+from compiler.model import labels as lbl
 from compiler.plan import Plan
 from compiler.promql import format_duration
 from compiler.text.yamlout import dump
@@ -36,7 +37,7 @@ TEMPLATE_PATH = f"{ALERTMANAGER_DIR}/templates/{TEMPLATE_FILE}"
 TEMPLATES_GLOB = "templates/*.tmpl"  # relative to the config file, as Alertmanager resolves it
 
 UNROUTED = "unrouted"
-ROOT_GROUP_BY = ("alertname", "slo")
+ROOT_GROUP_BY = (lbl.ALERTNAME, lbl.SLO)
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
 CHANNELS: tuple[Channel, ...] = ("shadow", *SEVERITIES)
 _SEVERITY_CHANNEL: dict[str, Channel] = {severity: severity for severity in SEVERITIES}
@@ -185,18 +186,18 @@ def _group_by(slos: list[SLO]) -> list[str]:
 def _team_route(model: Model, team: Team) -> dict[str, Any]:
     ticket = model.project.timing_for(team, "ticket")
     children: list[dict[str, Any]] = [
-        {"matchers": [matcher("shadow", "true")], "receiver": team_receiver(team, "shadow"), **_timing(ticket)}
+        {"matchers": [matcher(lbl.SHADOW, "true")], "receiver": team_receiver(team, "shadow"), **_timing(ticket)}
     ]
     for severity in SEVERITIES:
         children.append(
             {
-                "matchers": [matcher("severity", severity)],
+                "matchers": [matcher(lbl.SEVERITY, severity)],
                 "receiver": team_receiver(team, severity),
                 **_timing(model.project.timing_for(team, severity)),
             }
         )
     return {
-        "matchers": [matcher("team", team.name)],
+        "matchers": [matcher(lbl.TEAM, team.name)],
         "receiver": team_receiver(team, "ticket"),
         "group_by": _group_by([slo for slo in model.slos if slo.owner.name == team.name]),
         **_timing(ticket),
@@ -211,7 +212,7 @@ def routes(model: Model) -> list[dict[str, Any]]:
     for automation in model.project.automations:
         found.append(
             {
-                "matchers": [matcher("automation", automation.name)],
+                "matchers": [matcher(lbl.AUTOMATION, automation.name)],
                 "receiver": automation_receiver(automation.name),
                 "group_by": _group_by([slo for slo in model.slos if slo.mitigation.automation == automation.name]),
                 **_timing(page),
@@ -244,20 +245,20 @@ def inhibit_rules(model: Model) -> list[dict[str, Any]]:
         if slo.objective is not None or slo.normal_range is not None or slo.critical_range is not None:
             rules.append(
                 {
-                    "source_matchers": [matcher("slo", slo.name), matcher("severity", "page")],
-                    "target_matchers": [matcher("slo", slo.name), matcher("severity", "ticket")],
-                    "equal": list(slo.slice.by) or ["slo"],
+                    "source_matchers": [matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, "page")],
+                    "target_matchers": [matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, "ticket")],
+                    "equal": list(slo.slice.by) or [lbl.SLO],
                 }
             )
         for explains in slo.explains:
-            source = [matcher("slo", slo.name)]
+            source = [matcher(lbl.SLO, slo.name)]
             if explains.severity != "any":
-                source.append(matcher("severity", explains.severity))
-            source.append(matcher("shadow", "true", "!="))
+                source.append(matcher(lbl.SEVERITY, explains.severity))
+            source.append(matcher(lbl.SHADOW, "true", "!="))
             rules.append(
                 {
                     "source_matchers": source,
-                    "target_matchers": [matcher("slo", explains.slo)],
+                    "target_matchers": [matcher(lbl.SLO, explains.slo)],
                     "equal": list(explains.equal),
                 }
             )
@@ -270,12 +271,12 @@ def inhibit_rules(model: Model) -> list[dict[str, Any]]:
 def expected_receivers(labels: dict[str, str]) -> list[str]:
     """Where an alert must go, from the routing intent (not by walking the tree), in amtool's order."""
     found = []
-    if "automation" in labels:
-        found.append(automation_receiver(labels["automation"]))
-    if labels.get("shadow") == "true":
-        found.append(team_receiver(labels["team"], "shadow"))
+    if lbl.AUTOMATION in labels:
+        found.append(automation_receiver(labels[lbl.AUTOMATION]))
+    if labels.get(lbl.SHADOW) == "true":
+        found.append(team_receiver(labels[lbl.TEAM], "shadow"))
     else:
-        found.append(team_receiver(labels["team"], _SEVERITY_CHANNEL.get(labels.get("severity", ""), "ticket")))
+        found.append(team_receiver(labels[lbl.TEAM], _SEVERITY_CHANNEL.get(labels.get(lbl.SEVERITY, ""), "ticket")))
     return found
 
 
@@ -284,7 +285,7 @@ def routing_cases(alert_plan: Plan) -> list[dict[str, Any]]:
     cases = []
     for spec in alert_plan:
         for alert in spec.alerts:
-            labels = {"alertname": alert.name, **alert.label_map}
+            labels = {lbl.ALERTNAME: alert.name, **alert.label_map}
             for label in spec.slo.slice.by:
                 labels.setdefault(label, SLICE_PLACEHOLDER)
             cases.append({"labels": labels, "receivers": expected_receivers(labels)})

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from compiler.model import SLO, BurnAlert, Model, Range, queries, series, windows
+from compiler.model import labels as lbl
 from compiler.model.links import rules_path, runbook_url
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import format_duration
@@ -25,19 +26,19 @@ from compiler.text.yamlout import dump
 
 
 def _record(name: str, expr: str, slo: SLO) -> dict[str, Any]:
-    return {"record": name, "expr": expr, "labels": {"slo": slo.name}}
+    return {"record": name, "expr": expr, "labels": {lbl.SLO: slo.name}}
 
 
 def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     info_labels = {
-        "slo": slo.name,
-        "team": slo.owner.name,
-        "family": slo.family,
-        "spec_hash": slo.spec_hash,
+        lbl.SLO: slo.name,
+        lbl.TEAM: slo.owner.name,
+        lbl.FAMILY: slo.family,
+        lbl.SPEC_HASH: slo.spec_hash,
     }
     if slo.objective is not None:
-        info_labels["objective"] = go_float(slo.objective.target)
-        info_labels["period"] = format_duration(slo.objective.period_ms)
+        info_labels[lbl.OBJECTIVE] = go_float(slo.objective.target)
+        info_labels[lbl.PERIOD] = format_duration(slo.objective.period_ms)
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
         rules.append(_record(series.VALUE, queries.value(slo), slo))

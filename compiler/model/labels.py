@@ -1,0 +1,63 @@
+"""The label names the compiler writes or routes on, defined once.
+
+The Prometheus target puts these on recorded series and alerts, the Alertmanager target
+matches on them, and the spec check refuses them as slice labels: a slice label of the
+same name would be overwritten by the rule (its slices collapse into duplicate series,
+which Prometheus rejects) or would steer routing from scraped data (a series labelled
+``shadow="true"`` would hide a live page in the shadow channel). Deriving the reserved set
+from the same constants the targets use means a new label cannot be added to one and
+forgotten in the other.
+"""
+
+from __future__ import annotations
+
+# On every recorded series and every alert.
+SLO = "slo"
+# On every alert and on slo_info.
+TEAM = "team"
+FAMILY = "family"
+# On every alert: the routing key per severity.
+SEVERITY = "severity"
+# On alerts of a shadow spec ("true"), and of a live spec with an automated mitigation.
+SHADOW = "shadow"
+AUTOMATION = "automation"
+# On burn-rate alerts: which window pair fired.
+LONG_WINDOW = "long_window"
+SHORT_WINDOW = "short_window"
+BURN_FACTOR = "burn_factor"
+# On slo_info only: which spec version and objective produced the rules.
+SPEC_HASH = "spec_hash"
+OBJECTIVE = "objective"
+PERIOD = "period"
+# A helper label that keeps the terms of a summed ``or`` apart (dropped by the sum).
+TERM = "__slo_term"
+
+# Prometheus's own: the metric name, the alert name and state on ALERTS, histogram buckets.
+METRIC_NAME = "__name__"
+ALERTNAME = "alertname"
+ALERTSTATE = "alertstate"
+BUCKET_BOUND = "le"
+INTERNAL_PREFIX = "__"  # Prometheus reserves every label name starting with two underscores
+
+RECORDED_LABELS = frozenset({SLO})
+INFO_LABELS = frozenset({SLO, TEAM, FAMILY, SPEC_HASH, OBJECTIVE, PERIOD})
+ALERT_LABELS = frozenset({SEVERITY, TEAM, SLO, FAMILY, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR})
+ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SHADOW, AUTOMATION})
+PROMETHEUS_LABELS = frozenset({METRIC_NAME, ALERTNAME, ALERTSTATE, BUCKET_BOUND})
+
+_WHY: tuple[tuple[frozenset[str], str], ...] = (
+    (ALERT_LABELS, "the compiler sets it on the alerts"),
+    (INFO_LABELS, "the compiler sets it on slo_info"),
+    (ROUTING_LABELS, "Alertmanager routes and inhibits on it"),
+    (PROMETHEUS_LABELS, "Prometheus itself uses it"),
+)
+
+RESERVED_LABELS: frozenset[str] = RECORDED_LABELS.union(*(names for names, _ in _WHY))
+
+
+def reserved_because(name: str) -> str | None:
+    """Why ``name`` cannot be a slice label, or None when it can."""
+    reasons = [why for names, why in _WHY if name in names]
+    if name.startswith(INTERNAL_PREFIX):
+        reasons.append("Prometheus reserves names starting with '__' for internal use")
+    return "; ".join(reasons) or None
