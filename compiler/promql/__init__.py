@@ -413,6 +413,55 @@ def counter_selectors(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...]]
     return tuple(found)
 
 
+# Functions that need two samples in their window (they compute a difference or a slope).
+TWO_SAMPLE_FUNCTIONS = frozenset({"rate", "irate", "increase", "delta", "idelta", "deriv", "predict_linear"})
+
+
+def range_calls(text: str) -> tuple[tuple[str, int], ...]:
+    """(function, range in ms) for every range selector passed straight to a function, in source order.
+
+    Lets the compiler check that a two-sample function such as ``rate`` gets a window
+    long enough to hold two samples at the evaluation interval.
+    """
+    found: list[tuple[str, int]] = []
+    for node in _iter_nodes(parse_expr(text)):
+        if isinstance(node, pp.Call):
+            for arg in node.args:
+                if isinstance(arg, pp.MatrixSelector):
+                    found.append((node.func.name, _td_ms(arg.range)))
+    return tuple(found)
+
+
+def lookback_ms(text: str) -> int:
+    """How far back the expression reads raw samples: ranges and offsets summed along nesting.
+
+    ``max_over_time(max_over_time(x[5m])[10m:1m])`` reads 15m back, ``x offset 1h`` 1h:
+    a change of the input shows fully only after this long.
+    """
+
+    def walk(node: pp.Expr, above: int) -> int:
+        here = above
+        if isinstance(node, pp.MatrixSelector | pp.SubqueryExpr) and node.range is not None:
+            here += _td_ms(node.range)
+        if isinstance(node, pp.VectorSelector | pp.SubqueryExpr) and node.offset is not None:
+            here += max(0, _td_ms(node.offset))
+        return max([here, *(walk(child, here) for child in _children(node))])
+
+    return walk(parse_expr(text), 0)
+
+
+def offsets_ms(text: str) -> int:
+    """The longest chain of offsets along nesting: the first minute a value exists, for input from minute 0."""
+
+    def walk(node: pp.Expr, above: int) -> int:
+        here = above
+        if isinstance(node, pp.VectorSelector | pp.SubqueryExpr) and node.offset is not None:
+            here += max(0, _td_ms(node.offset))
+        return max([here, *(walk(child, here) for child in _children(node))])
+
+    return walk(parse_expr(text), 0)
+
+
 def matching_labels(text: str) -> tuple[str, ...]:
     """Labels named in ``on (...)`` clauses: synthetic series must agree on them to join."""
     found: dict[str, None] = {}

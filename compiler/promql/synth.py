@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # typeshed only describes the deprecated public alias.
 else:  # Same module at runtime, without the DeprecationWarning of ``sre_parse``.
     from re import _parser as _sre
 
-__all__ = ["label_value", "matches", "satisfies", "series_labels"]
+__all__ = ["label_value", "matches", "regex_examples", "satisfies", "series_labels"]
 
 _NAME_LABEL = "__name__"
 
@@ -235,6 +235,14 @@ def _regex_candidates(pattern: str) -> tuple[str, ...]:
             [*candidates, *(c.upper() for c in candidates), *(c.capitalize() for c in candidates)], 3 * _MAX_CANDIDATES
         )
     return tuple(candidates)
+
+
+def regex_examples(pattern: str) -> tuple[str, ...]:
+    """Strings ``pattern`` plausibly matches, simplest first (unverified; ValueError when invalid).
+
+    Static checks draw witness label values from these (``compiler.promql.matchsets``).
+    """
+    return _regex_candidates(pattern)
 
 
 # --------------------------------------------------------------------------

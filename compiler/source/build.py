@@ -8,7 +8,10 @@ be crossed, windows that do not fit the period, labels that an aggregation loses
 
 from __future__ import annotations
 
+import functools
+import math
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -45,7 +48,7 @@ from compiler.model import (
 from compiler.model.buckets import KNOWN_BUCKETS
 from compiler.model.budget import estimate
 from compiler.model.labels import reserved_because
-from compiler.promql import Matcher, PromQLError
+from compiler.promql import Matcher, PromQLError, matchsets
 from compiler.source.load import Document, PathKey
 from compiler.source.registry import build_project, build_teams, check_templated_fields
 from compiler.source.schema import _suggest, validate_document
@@ -60,6 +63,8 @@ EXPECTATION_KINDS: dict[str, Literal["firing", "silent", "nothing"]] = {
 HOUR = 60 * MINUTE
 DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
+# promtool evaluates every rule at every minute of a scenario: 1d of them costs seconds, a year hours.
+SCENARIO_LIMIT_MS = DAY
 
 
 @dataclass(frozen=True)
@@ -232,11 +237,13 @@ class _SpecBuilder:
             self.error(("owner",), f"unknown owner '{owner_name}' (teams: {known}){hint}")
         slice_ = self.slice()
         sli = self.sli(slice_)
+        self._check_sli_selects(sli, slice_)
         objective = self.objective(sli) if "objective" in data else None
         persistence_for = self.duration(("persistence", "for"))
         persistence_keep = self.duration(("persistence", "keep_firing_for"))
         normal = self.range_("normal_range", sli, "ticket", persistence_for, persistence_keep)
         critical = self.range_("critical_range", sli, "page", persistence_for, persistence_keep)
+        self._check_critical_wider(normal, critical)
         if not any(section in data for section in ("objective", "normal_range", "critical_range")):
             self.error((), "spec has nothing to alert on: give it an objective, a normal_range or both")
         if critical is not None and normal is None:
@@ -365,6 +372,7 @@ class _SpecBuilder:
     def buckets(self, base: PathKey, body: dict[str, Any]) -> tuple[float, ...]:
         if "buckets" in body:
             edges = tuple(float(edge) for edge in body["buckets"])
+            self._check_finite_buckets((*base, "buckets"), edges)
             if list(edges) != sorted(set(edges)):
                 self.error((*base, "buckets"), "buckets must be strictly increasing")
             return edges
@@ -390,7 +398,13 @@ class _SpecBuilder:
         result = []
         for key, le, when in entries:
             le = float(le)
-            if buckets and le not in buckets:
+            if not math.isfinite(le):
+                self.error(
+                    key,
+                    f"latency threshold {go_float(le)} is not a finite bucket edge: no bucket is written "
+                    f'le="{go_float(le)}", so every request would read as slow; give a finite edge',
+                )
+            elif buckets and le not in buckets:
                 lower = max((edge for edge in buckets if edge < le), default=None)
                 upper = min((edge for edge in buckets if edge > le), default=None)
                 near = " or ".join(go_float(edge) for edge in (lower, upper) if edge is not None)
@@ -427,7 +441,12 @@ class _SpecBuilder:
             return None
         target = clean_number(percent / 100)
         period = self.duration(("objective", "period"))
-        if period and (period < DAY or period % HOUR):
+        if period == 0 and promql.parse_duration(str(raw["period"])) == 0:
+            self.error(
+                ("objective", "period"),
+                f"objective.period {raw['period']} is empty: a budget needs a period of at least 1d (e.g. 28d, 30d)",
+            )
+        elif period and (period < DAY or period % HOUR):
             self.error(
                 ("objective", "period"),
                 "objective.period must be whole hours and at least 1d (e.g. 7d, 28d, 30d)",
@@ -492,12 +511,15 @@ class _SpecBuilder:
                     f"{go_float(clean_number(alert.factor * budget * 100))}% errors, which can never be exceeded; "
                     "lower the factor or the target",
                 )
+        self._check_burn_pairs(steps)
         return tuple(alert for _, alert in steps)
 
     def range_(self, section: str, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int) -> Range | None:
         raw = self.data.get(section)
         if raw is None:
             return None
+        self._check_range_numbers(section, raw)
+        self._check_reachable_bounds(section, raw, sli)
         minimum = raw.get("min")
         maximum = raw.get("max")
         relative = None
@@ -548,6 +570,12 @@ class _SpecBuilder:
 
     def no_data(self) -> NoData:
         raw = self.data.get("no_data", {})
+        if "for" in raw and promql.parse_duration(str(raw["for"])) == 0:
+            self.error(
+                ("no_data", "for"),
+                "no_data.for must be positive (e.g. 15m): with 0s the alert fires on the first evaluation "
+                "that finds no series, which every restart and every late scrape gives",
+            )
         return NoData(
             enabled=bool(raw.get("enabled", True)),
             for_ms=self.duration(("no_data", "for"), 15 * MINUTE),
@@ -616,6 +644,7 @@ class _SpecBuilder:
                     )
                 )
             total_ms = sum(segment.minutes for segment in segments) * MINUTE
+            self._check_scenario_length(base, item, normal, critical)
             expectations = []
             for exp_index, exp in enumerate(item["expect"]):
                 key = (*base, "expect", exp_index)
@@ -660,6 +689,216 @@ class _SpecBuilder:
             )
         return tuple(result)
 
+    # -- specs whose alerts would be wrong by construction ---------------------------
+
+    def _check_sli_selects(self, sli: SLI | None, slice_: Slice) -> None:
+        """Selectors that cannot mean what they say: a matcher on le, uncovered thresholds, bad beyond total."""
+        if any(matcher.name == "le" for matcher in slice_.matchers):
+            self.error(("slice", "selector"), f"slice.selector {_LE_PROBLEM}")
+        if isinstance(sli, LatencySLI | QuantileSLI):
+            kind = "latency" if isinstance(sli, LatencySLI) else "quantile"
+            if any(matcher.name == "le" for matcher in sli.matchers if matcher not in slice_.matchers):
+                self.error(("sli", kind, "selector"), f"sli.{kind}.selector {_LE_PROBLEM}")
+        if isinstance(sli, LatencySLI):
+            for index, threshold in enumerate(sli.thresholds):
+                if any(matcher.name == "le" for matcher in threshold.when):
+                    self.error(("sli", "latency", "threshold", index, "when"), f"a threshold's 'when' {_LE_PROBLEM}")
+            self._check_threshold_coverage(sli)
+        if isinstance(sli, RatioSLI):
+            self._check_subset_of_total("bad", sli.bad, sli.total)
+            self._check_subset_of_total("good", sli.good, sli.total)
+
+    def _check_threshold_coverage(self, sli: LatencySLI) -> None:
+        """Every histogram series under exactly one ``when``: uncovered ones read 100% slow, shared ones count twice."""
+        thresholds = sli.thresholds
+        if len(thresholds) < 2 and not (thresholds and thresholds[0].when):
+            return
+        base: PathKey = ("sli", "latency", "threshold")
+        raw = self._get(base)
+        written = [str(item.get("when") or "").strip() for item in raw] if isinstance(raw, list) else []
+        if any(text not in ("", "{}") and not t.when for text, t in zip(written, thresholds, strict=False)):
+            return  # a 'when' that did not parse is reported already
+        scope = sli.matchers
+        whens = [threshold.when for threshold in thresholds]
+        when_labels = {matcher.name for when in whens for matcher in when}
+
+        def shown(labels: dict[str, str]) -> str:
+            return matchsets.describe({k: v for k, v in labels.items() if k in when_labels}, whens)
+
+        gap = matchsets.find([scope, *whens], functools.partial(_only_in_first, scope, whens))
+        if gap is not None:
+            self.error(
+                base,
+                f"the latency thresholds leave series with {shown(gap)} uncovered: no 'when' matches them, so "
+                "every request among them would count as slow (100% bad); add a threshold for them, make the "
+                "last 'when' a catch-all with != or !~, or exclude them in sli.latency.selector",
+            )
+        for later in range(1, len(whens)):
+            for earlier in range(later):
+                pair = (scope, whens[earlier], whens[later])
+                both = matchsets.find(pair, functools.partial(_selected_by_all, pair))
+                if both is not None:
+                    self.error(
+                        (*base, later, "when") if whens[later] else (*base, later),
+                        f"threshold[{later}].when overlaps threshold[{earlier}].when on series with {shown(both)}: "
+                        "their fast requests would be counted by both thresholds (good events twice); make the "
+                        "'when' matchers exclusive",
+                    )
+                    break
+
+    def _check_subset_of_total(self, side: str, selectors: tuple[Selector, ...], total: tuple[Selector, ...]) -> None:
+        """Bad (or good) events of a metric the total also reads must be among the total's series."""
+        raw = self._get(("sli", "ratio", side))
+        listed = isinstance(raw, list) and len(raw) == len(selectors)
+        for index, events in enumerate(selectors):
+            same = [selector.matchers for selector in total if selector.metric == events.metric]
+            if events.metric is None or not same:
+                continue  # another metric (errors_total over requests_total): nothing to compare
+            outside = matchsets.find([events.matchers, *same], functools.partial(_only_in_first, events.matchers, same))
+            if outside is not None:
+                self.error(
+                    ("sli", "ratio", side, index) if listed else ("sli", "ratio", side),
+                    f"sli.ratio.{side} selects {events.metric} series ({matchsets.describe(outside)}) that "
+                    f"sli.ratio.total does not count: {side} events must be a subset of the total (its matchers "
+                    "implied by the total's), or the error ratio means nothing (it can pass 100%)",
+                )
+
+    def _check_range_numbers(self, section: str, raw: dict[str, Any]) -> None:
+        """Bounds that are not finite can never be crossed; relative factors on the wrong side of 1 always are."""
+        rel = raw.get("relative") or {}
+        numbers: list[tuple[PathKey, Any]] = [((section, name), raw.get(name)) for name in ("min", "max")]
+        numbers += [((section, "relative", name), rel.get(name)) for name in ("max_factor", "min_factor", "floor")]
+        for key, value in numbers:
+            if isinstance(value, float) and not math.isfinite(value):
+                self.error(
+                    key,
+                    f"{_dotted(key)} is {go_float(value)}: a bound that is not a finite number can never be "
+                    "crossed, so its alert could never fire (and could not be tested); give a finite number or drop it",
+                )
+        high, low = rel.get("max_factor"), rel.get("min_factor")
+        if isinstance(high, int | float) and math.isfinite(high) and high <= 1:
+            why = "is above its own past whenever it is steady" if high < 1 else "breaches on any rise, however small"
+            self.error(
+                (section, "relative", "max_factor"),
+                f"max_factor {go_float(high)} must be above 1: at {go_float(high)}x the value {why}, so the alert "
+                "fires all the time; a rise is a factor above 1 (e.g. 1.5)",
+            )
+        if isinstance(low, int | float) and math.isfinite(low) and low >= 1:
+            why = "is below its own past whenever it is steady" if low > 1 else "breaches on any fall, however small"
+            self.error(
+                (section, "relative", "min_factor"),
+                f"min_factor {go_float(low)} must be below 1: at {go_float(low)}x the value {why}, so the alert "
+                "fires all the time; a drop is a factor below 1 (e.g. 0.5)",
+            )
+
+    def _check_reachable_bounds(self, section: str, raw: dict[str, Any], sli: SLI | None) -> None:
+        """An error ratio lies within 0..1: a max of 1 is never exceeded, a min of 0 never undercut.
+
+        A quantile is at least its first bucket edge times the quantile (histogram_quantile
+        interpolates from 0 within the first bucket), so a min at or under that is never undercut.
+        """
+        if isinstance(sli, QuantileSLI) and sli.buckets and sli.buckets[0] > 0:
+            lowest = clean_number(sli.buckets[0] * sli.quantile)
+            minimum = raw.get("min")
+            if isinstance(minimum, int | float) and not isinstance(minimum, bool) and minimum <= lowest:
+                self.error(
+                    (section, "min"),
+                    f"{section}.min {go_float(minimum)} can never be undercut: the {go_float(sli.quantile)} quantile "
+                    f"of {sli.histogram} is at least {go_float(lowest)} (its first bucket edge "
+                    f"{go_float(sli.buckets[0])} x {go_float(sli.quantile)}), so its alert could never fire",
+                )
+        if not isinstance(sli, RatioSLI | LatencySLI | StateSLI):
+            return
+        rel = raw.get("relative") or {}
+        floor = rel.get("floor")
+        if rel.get("max_factor") is not None and isinstance(floor, int | float) and floor >= 1:
+            self.error(
+                (section, "relative", "floor"),
+                f"{section}.relative.floor {go_float(floor)} can never be exceeded: this SLI's value is an error "
+                "ratio, within 0..1, so the rise alert could never fire; give a floor below 1",
+            )
+        for bound, edge, word in (("max", 1, "exceeded"), ("min", 0, "undercut")):
+            if raw.get(bound) == edge and not isinstance(raw.get(bound), bool):
+                self.error(
+                    (section, bound),
+                    f"{section}.{bound} {edge} can never be {word}: this SLI's value is an error ratio, within 0..1, "
+                    "so its alert could never fire; give a bound inside 0..1 or drop it",
+                )
+
+    def _check_critical_wider(self, normal: Range | None, critical: Range | None) -> None:
+        """The critical band pages, so it must lie outside the normal band that tickets."""
+        if normal is None or critical is None:
+            return
+        if critical.maximum is not None and normal.maximum is not None and critical.maximum <= normal.maximum:
+            self.error(
+                ("critical_range", "max"),
+                f"critical_range.max {go_float(critical.maximum)} is not above normal_range.max "
+                f"{go_float(normal.maximum)}: the critical band must be wider than the normal one, or the page "
+                "fires before (or with) the ticket",
+            )
+        if critical.minimum is not None and normal.minimum is not None and critical.minimum >= normal.minimum:
+            self.error(
+                ("critical_range", "min"),
+                f"critical_range.min {go_float(critical.minimum)} is not below normal_range.min "
+                f"{go_float(normal.minimum)}: the critical band must be wider than the normal one, or the page "
+                "fires before (or with) the ticket",
+            )
+
+    def _check_finite_buckets(self, key: PathKey, edges: tuple[float, ...]) -> None:
+        if any(not math.isfinite(edge) for edge in edges):
+            self.error(key, "buckets lists the finite bucket edges only: the +Inf bucket is always there")
+
+    def _check_burn_pairs(self, steps: list[tuple[PathKey, BurnAlert]]) -> None:
+        """Custom pairs: positive windows, ``for`` within the long window, no pair twice."""
+        seen: dict[tuple[str, int, int, float], PathKey] = {}
+        for key, alert in steps:
+            if key == ("objective", "period"):
+                continue  # the default policy
+            for name in ("long", "short"):
+                if promql.parse_duration(str(self._get((*key, name)))) == 0:
+                    self.error((*key, name), f"the {name} window must be positive")
+            identity = (alert.severity, alert.long_ms, alert.short_ms, alert.factor)
+            if identity in seen:
+                self.error(
+                    key,
+                    f"this burn alert repeats {_dotted(seen[identity])} (same severity, windows and factor): it "
+                    "would be the same rule twice, which promtool rejects as a duplicate; remove one",
+                )
+            else:
+                seen[identity] = key
+            if alert.for_ms > alert.long_ms:
+                self.error(
+                    (*key, "for"),
+                    f"for {promql.format_duration(alert.for_ms)} is longer than the long window "
+                    f"{promql.format_duration(alert.long_ms)}: the pair would alert only on burns that outlast the "
+                    "window it measures, so shorter incidents that spend the same budget never do; keep it well "
+                    "under the long window (the default policy uses about 1/30 of it)",
+                )
+
+    def _check_scenario_length(
+        self, base: PathKey, item: dict[str, Any], normal: Range | None, critical: Range | None
+    ) -> None:
+        """promtool evaluates every rule at every minute of a scenario: keep it to what tests in seconds.
+
+        A relative bound needs history as old as its offset, so the offset is allowed on top.
+        """
+        offset = max((band.relative.offset_ms for band in (normal, critical) if band and band.relative), default=0)
+        limit = SCENARIO_LIMIT_MS + offset
+        allowance = promql.format_duration(SCENARIO_LIMIT_MS) + (
+            f" plus the relative offset {promql.format_duration(offset)}" if offset else ""
+        )
+        elapsed = 0
+        for index, segment in enumerate(item["shape"]):
+            elapsed += promql.parse_duration(str(segment.get("for"))) or 0
+            if elapsed > limit:
+                self.error(
+                    (*base, "shape", index, "for"),
+                    f"scenario '{item['name']}' runs past {promql.format_duration(limit)} here: promtool evaluates "
+                    "every rule at every minute of it, so a longer scenario takes minutes to test; keep scenarios "
+                    f"within {allowance}",
+                )
+                return
+
     def unit(self, sli: SLI | None) -> Unit:
         explicit = self.data.get("unit")
         if explicit is not None:
@@ -675,6 +914,43 @@ class _SpecBuilder:
         if isinstance(sli, QuantileSLI):
             return "seconds"
         return "ratio"
+
+
+def _selected_by_all(selectors: Sequence[Sequence[Matcher]], labels: Mapping[str, str]) -> bool:
+    return all(matchsets.selects(labels, selector) for selector in selectors)
+
+
+def _only_in_first(first: Sequence[Matcher], others: Sequence[Sequence[Matcher]], labels: Mapping[str, str]) -> bool:
+    return matchsets.selects(labels, first) and not any(matchsets.selects(labels, other) for other in others)
+
+
+_LE_PROBLEM = (
+    "must not match on 'le': the compiler selects the buckets itself, so a matcher on le leaves the SLI reading "
+    "the wrong buckets or none at all (_count and plain counters have no le label); drop it"
+)
+
+
+def _check_rate_windows(documents: list[Document], project: Project, diagnostics: Diagnostics) -> None:
+    """rate() and its kin need two samples in their window: at least twice the evaluation interval."""
+    interval = project.evaluation_interval_ms
+    for document in documents:
+        sli = document.data.get("sli")
+        kind = next((k for k in ("gauge", "state") if isinstance(sli, dict) and k in sli), None)
+        if kind is None or not isinstance(sli[kind], dict) or not isinstance(sli[kind].get("expr"), str):
+            continue
+        try:
+            calls = promql.range_calls(sli[kind]["expr"])
+        except PromQLError:
+            continue  # reported where the expression is parsed
+        for function, range_ms in calls:
+            if function in promql.TWO_SAMPLE_FUNCTIONS and range_ms < 2 * interval:
+                diagnostics.error(
+                    document.position(("sli", kind, "expr")),
+                    f"{function}() over {promql.format_duration(range_ms)} is shorter than twice the evaluation "
+                    f"interval ({promql.format_duration(interval)}): it needs two samples in its window, so it "
+                    f"reads nothing most of the time; use at least {promql.format_duration(2 * interval)} "
+                    "(4x the scrape interval is the usual advice)",
+                )
 
 
 def alert_names_for(
@@ -731,6 +1007,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
     _check_links(by_kind["SLO"], slos, project, diagnostics)
     _check_explains_scope(by_kind["SLO"], slos, diagnostics)
     _check_explains_cycles(by_kind["SLO"], slos, diagnostics)
+    _check_rate_windows(by_kind["SLO"], project, diagnostics)
     _check_budgets(by_kind["SLO"], slos, project, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():

@@ -24,11 +24,12 @@ pending alerts are asserted through the ``ALERTS`` series.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, series
+from compiler.model import SLO, LatencySLI, Model, Range, RatioSLI, StateSLI, series
 from compiler.model.links import rules_path
 from compiler.plan import Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, quote, render_selector
@@ -116,6 +117,9 @@ class _SpecTests:
         self.events = slo.counts_events
         self.slice_a = self.inputs.alert_labels("a")
         self.first = self.inputs.onset  # first minute the SLI value exists (maybe partial)
+        # Pairs sharing their windows (a page and a ticket at different factors) are told apart by these too.
+        pairs = [(r.labels.get("long_window"), r.labels.get("short_window")) for r in self.rules if r.kind == "burn"]
+        self.pair_keys: tuple[str, ...] = ("burn_factor", "severity") if len(set(pairs)) < len(pairs) else ()
         self.steady = max(self.first, self.inputs.settle if not self.events else self.first)
 
     # -- assertions -------------------------------------------------------------------
@@ -135,7 +139,7 @@ class _SpecTests:
     def states_at(self, group: Group, minute: int, rules: Sequence[AlertRule], states: Sequence[str | None]) -> None:
         """Assert through ALERTS the exact state of ``rules`` (for slice a) at ``minute``."""
         matchers = {"alertname": rules[0].name}
-        for key in ("long_window", "short_window"):
+        for key in ("long_window", "short_window", *self.pair_keys):
             if len(rules) == 1 and key in rules[0].labels:
                 matchers[key] = rules[0].labels[key]
         samples = [self.alerts_sample(r, s, self.slice_a) for r, s in zip(rules, states, strict=True) if s]
@@ -162,15 +166,53 @@ class _SpecTests:
             {"eval_time_m": minute, "alertname": rules[0].name, "exp_alerts": sorted(expected, key=str)}
         )
 
-    def nothing_until(self, group: Group, minute: int, selector: Mapping[str, str]) -> None:
-        """No ALERTS sample matching ``selector`` (pending or firing unless it says) at any minute up to ``minute``."""
+    def nothing_until(
+        self,
+        group: Group,
+        minute: int,
+        selector: Mapping[str, str],
+        since: int = 0,
+        excluding: Sequence[str] = (),
+    ) -> None:
+        """No ALERTS sample matching ``selector`` (pending or firing unless it says) from ``since`` to ``minute``.
+
+        ``excluding`` leaves out alert names (by regex alternation) that the check must not see.
+        """
+        matchers = [Matcher(key, "=", value) for key, value in sorted(selector.items())]
+        if excluding:
+            matchers.append(Matcher("alertname", "!~", "|".join(re.escape(name) for name in excluding)))
         group.promql.append(
             {
-                "expr": f"max_over_time({_selector('ALERTS', selector)}[{_t(minute)}])",
+                "expr": f"max_over_time({render_selector('ALERTS', matchers)}[{_t(minute - since)}])",
                 "eval_time_m": minute,
                 "exp_samples": [],
             }
         )
+
+    # -- warm-up: inputs start at minute 0, real series have history -----------------
+
+    def warmup_end(self, rule: AlertRule) -> int:
+        """The minute from which ``rule`` judges the test's input rather than its first partial windows.
+
+        0 when it is judged from the start. The no-data alert fires while an ``offset``
+        delays the first value longer than its wait; a lower bound on a gauge whose value
+        still builds up from partial rate windows reads as breached. Either may fire, then
+        resolve once the value is whole (plus ``keep_firing_for``).
+        """
+        if rule.kind == "no_data" and _minutes(rule.for_ms) < self.first:
+            return self.first
+        if rule.kind == "range" and rule.spec.side == "Below" and self.inputs.ramps:
+            return self.steady + _minutes(rule.keep_firing_for_ms) + 1
+        return 0
+
+    def warming(self) -> dict[str, int]:
+        """Alert names that may fire during the warm-up, with the minute each is judged from."""
+        found: dict[str, int] = {}
+        for rule in self.rules:
+            end = self.warmup_end(rule)
+            if end and _minutes(rule.for_ms) < end:
+                found[rule.name] = max(found.get(rule.name, 0), end)
+        return found
 
     # -- timelines --------------------------------------------------------------------
 
@@ -267,14 +309,19 @@ class _SpecTests:
                 horizon = max(horizon, offset + self.steady + _minutes(rule.for_ms))
             else:
                 horizon = max(horizon, _minutes(rule.for_ms))
-        horizon += 1
+        warming = self.warming()
+        settled = max(warming.values(), default=0)
+        horizon = max(horizon, settled + 1) + 1
         group = Group(
             f"calm baseline: every slice at {go_float(calm)}, nothing fires for {_t(horizon)}",
             self.timelines(Timeline.constant(calm, horizon), calm),
             self.inputs,
         )
         # Firing only: before the first rate exists the no-data alert is briefly pending, as in Prometheus.
-        self.nothing_until(group, horizon, {"slo": self.slo.name, "alertstate": "firing"})
+        firing = {"slo": self.slo.name, "alertstate": "firing"}
+        self.nothing_until(group, horizon, firing, excluding=sorted(warming))
+        if warming:  # those alerts too, once the first windows are whole
+            self.nothing_until(group, horizon, firing, since=settled)
         return group
 
     def burn_under(self, rule: AlertRule) -> Group:
@@ -339,6 +386,8 @@ class _SpecTests:
         minute = recorded.clears_at(short_minutes, theta, stop)
         if minute is None:
             raise InputError("the short window never clears in the recovery test")
+        if isinstance(self.slo.sli, StateSLI):
+            minute += self.inputs.settle  # a state expression's offset or ranges delay every change
         return minute + 2  # margin for float rounding near the crossing (promtool sums differently)
 
     def outage(self, burns: Sequence[AlertRule]) -> Group:
@@ -350,10 +399,12 @@ class _SpecTests:
         keep = max(_minutes(rule.keep_firing_for_ms) for rule in burns)
         draft = Timeline.constant(1.0, stop).then(0.0, longest + keep + 2)
         resolved = {}
+        cleared = {}
         for rule in burns:
             assert rule.burn is not None
             clears = self.clears(draft, _minutes(rule.burn.short_ms), self.threshold(rule), stop)
             resolved[self.pair(rule)] = clears + 1 + _minutes(rule.keep_firing_for_ms)
+            cleared[self.pair(rule)] = clears + 1
         end = max(resolved.values())
         group = Group(
             "full outage: every burn-rate pair goes pending, fires after its own `for`, and resolves once its "
@@ -375,13 +426,13 @@ class _SpecTests:
         self.firing_exactly(group, last, burns, 1.0, self.slice_a)
         for rule in burns:
             assert rule.burn is not None
-            minute = resolved[self.pair(rule)]
-            self.states_at(group, minute, [rule], [None])
+            self.states_at(group, resolved[self.pair(rule)], [rule], [None])
             long_ratio = series.window_ratio(self.slo, rule.burn.long_ms)
+            # When the short window clears (keep_firing_for may hold the alert past the long window's memory).
             group.promql.append(
                 {
                     "expr": f"count(({long_ratio}) > {go_float(self.threshold(rule))})",
-                    "eval_time_m": minute,
+                    "eval_time_m": cleared[self.pair(rule)],
                     "exp_samples": [{"labels": "{}", "value": 1}],
                 }
             )
@@ -480,8 +531,12 @@ class _SpecTests:
         rel = band.relative
         if rel is not None and (rel.max_factor if above else rel.min_factor) is not None:
             group = self.relative_range(rule, above)
-            if group is not None:
-                groups.append(group)
+            if group is None:
+                raise InputError(
+                    f"no reachable values move past the relative bound of {rule.name} (factor, floor and static "
+                    "bounds together), so it could never be shown to fire"
+                )
+            groups.append(group)
         return groups
 
     def static_range(self, rule: AlertRule, bound: float, above: bool) -> list[Group]:
@@ -500,6 +555,11 @@ class _SpecTests:
         wait = _minutes(rule.for_ms)
         keep = _minutes(rule.keep_firing_for_ms)
         word = "max" if above else "min"
+        if beyond is None:
+            raise InputError(
+                f"no reachable value lies beyond the {'max' if above else 'min'} {go_float(bound)} of {rule.name}, "
+                "so it could never be shown to fire"
+            )
         if beyond is not None:
             fires = self.steady + wait
             stop = fires + 3
@@ -520,24 +580,27 @@ class _SpecTests:
             self.states_at(group, resolved, [rule], [None])
             groups.append(group)
         if inside is not None:
-            horizon = self.steady + wait + 1
+            since = self.warmup_end(rule)
+            horizon = max(self.steady, since) + wait + 1
             group = Group(
                 f"{rule.name}: {go_float(inside)} just inside the {word} {go_float(bound)} stays silent",
                 self.timelines(Timeline.constant(inside, horizon), calm),
                 self.inputs,
             )
-            self.nothing_until(group, horizon, {"alertname": rule.name})
+            self.nothing_until(group, horizon, {"alertname": rule.name}, since=since)
             groups.append(group)
         return groups
 
-    def relative_range(self, rule: AlertRule, above: bool) -> Group | None:
-        band = rule.band
-        assert band is not None and band.relative is not None
+    def relative_values(
+        self, band: Range, factor: float, above: bool, move: float, headroom: float
+    ) -> tuple[float, float] | None:
+        """(value before, value after) a move of ``move`` x the factor that crosses the relative bound, or None.
+
+        An error ratio ends at most ``headroom`` (of 1) after the move.
+        """
         rel = band.relative
-        factor = rel.max_factor if above else rel.min_factor
-        assert factor is not None
-        move = 1.25 if above else 0.8
-        lo_static, hi_static = band.minimum, band.maximum
+        assert rel is not None
+        lo_static = band.minimum
         if above:
             base = rel.floor / (factor * move) * 1.2 if rel.floor else self.calm_value()
             base = max(base, lo_static * 1.2 if lo_static else 0.0)
@@ -546,18 +609,58 @@ class _SpecTests:
             if lo_static is not None:
                 base = max(base, lo_static / (factor * move) * 1.5)
         if self.events:
-            base = min(base, 1.0 / (factor * move) * 0.9 if above else 1.0)
+            base = min(base, 1.0 / (factor * move) * headroom if above else 1.0)
         start = self.inputs.achievable(_sig(base))
         if start is None or start <= 0:
             return None
         moved = self.inputs.achievable(_sig(start * factor * move))
         if moved is None:
             return None
-        crosses = moved > factor * start if above else moved < factor * start
-        floor_ok = moved > rel.floor if above else start > rel.floor
-        static_ok = (hi_static is None or moved <= hi_static) if above else (lo_static is None or moved >= lo_static)
-        if not (crosses and floor_ok and static_ok):
+        return (start, moved) if self.moves_past(band, factor, above, start, moved) else None
+
+    def relative_fit(self, band: Range, factor: float, above: bool) -> tuple[float, float] | None:
+        """Values placed in the room a floor and a static bound leave, when a proportional move does not fit."""
+        rel = band.relative
+        assert rel is not None
+        if above:
+            upper = band.maximum if band.maximum is not None else (1.0 if self.events else None)
+            if upper is None or upper <= rel.floor:
+                return None
+            moved = self.inputs.achievable(_sig((max(rel.floor, 0.0) + upper) / 2), above=rel.floor, below=upper)
+            start = None if moved is None else self.inputs.achievable(_sig(moved / factor / 1.1))
+        else:
+            start = self.inputs.achievable(_sig(max(rel.floor, (band.minimum or 0.0) / factor) * 1.5 + 1e-9))
+            if self.events and start is not None:
+                start = min(start, 1.0)
+            low = band.minimum if band.minimum is not None else 0.0
+            moved = None if start is None else self.inputs.achievable(_sig((low + factor * start) / 2))
+        if start is None or moved is None or start <= 0:
             return None
+        return (start, moved) if self.moves_past(band, factor, above, start, moved) else None
+
+    @staticmethod
+    def moves_past(band: Range, factor: float, above: bool, start: float, moved: float) -> bool:
+        """Whether ``start`` -> ``moved`` crosses the relative bound, past its floor, within the static one."""
+        assert band.relative is not None
+        floor = band.relative.floor
+        if above:
+            return moved > factor * start and moved > floor and (band.maximum is None or moved <= band.maximum)
+        return moved < factor * start and start > floor and (band.minimum is None or moved >= band.minimum)
+
+    def relative_range(self, rule: AlertRule, above: bool) -> Group | None:
+        band = rule.band
+        assert band is not None and band.relative is not None
+        rel = band.relative
+        factor = rel.max_factor if above else rel.min_factor
+        assert factor is not None
+        # A clear move first; smaller ones when a floor or a static bound leaves little room.
+        moves = ((1.25, 0.9), (1.1, 0.99), (1.02, 0.999)) if above else ((0.8, 0.9), (0.9, 0.9), (0.98, 0.9))
+        found = next(((m, v) for m, room in moves if (v := self.relative_values(band, factor, above, m, room))), None)
+        if found is None and (fit := self.relative_fit(band, factor, above)) is not None:
+            found = (fit[1] / fit[0] / factor, fit)
+        if found is None:
+            return None
+        move, (start, moved) = found
         offset = _minutes(rel.offset_ms)
         jump = offset + self.steady + 5
         wait = _minutes(rule.for_ms)
@@ -595,7 +698,9 @@ class _SpecTests:
         calm = self.calm_value()
         timelines = {"a": active}
         if "b" in inputs.slices:
-            timelines["b"] = Timeline.constant(calm, active.minutes)
+            # Missing scrapes miss every slice, so the spec-wide no-data alert can see them.
+            values = tuple(None if value is None else calm for value in active.values)
+            timelines["b"] = Timeline(values, (Timeline.constant(calm, active.minutes).rates))
         title = f"scenario {scenario.name}" + (f": {scenario.description}" if scenario.description else "")
         group = Group(title, timelines, inputs)
         slice_a = inputs.alert_labels("a")
@@ -604,7 +709,8 @@ class _SpecTests:
             if expectation.kind == "nothing":
                 self.nothing_until(group, minute, {"slo": self.slo.name, "alertstate": "firing"})
                 continue
-            selector = {"alertname": expectation.alert or "", "alertstate": "firing", **slice_a}
+            spec_wide = expectation.alert in {rule.name for rule in self.rules if rule.kind == "no_data"}
+            selector = {"alertname": expectation.alert or "", "alertstate": "firing", **({} if spec_wide else slice_a)}
             query = f"max(max_over_time({_selector('ALERTS', selector)}[{_t(minute)}]))"
             samples = [{"labels": "{}", "value": 1}] if expectation.kind == "firing" else []
             group.promql.append({"expr": query, "eval_time_m": minute, "exp_samples": samples})

@@ -34,6 +34,8 @@ from compiler.text.numbers import clean_number, go_float
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
 CALM_STATE_UNITS = 4  # the calm slice only needs to exist
 SLICE_NAMES = ("a", "b")
+# Labels tried, in order, to tell a state SLI's units apart when the spec names none.
+UNIT_LABEL_CANDIDATES = ("node", "instance", "pod", "unit")
 
 # value, rate (events/s), unit index, units -> gauge value or counter slope (per second)
 Coefficient = Callable[[float, float, int, int], float]
@@ -77,8 +79,11 @@ class Inputs:
         self.slo = slo
         self.sli = slo.sli
         self.slices = SLICE_NAMES if slo.slice.by else SLICE_NAMES[:1]
-        self.units = STATE_UNITS if isinstance(self.sli, StateSLI) else 1
-        self.calm_units = CALM_STATE_UNITS if isinstance(self.sli, StateSLI) else 1
+        self.unit_label = self._synthetic_unit_label()
+        many = isinstance(self.sli, StateSLI) and (self.unit_label is not None or bool(self._spec_unit_labels()))
+        # A state expression that aggregates to one series per slice has a single unit per slice.
+        self.units = STATE_UNITS if many else 1
+        self.calm_units = CALM_STATE_UNITS if many else 1
         self.onset, self.settle = self._timing()
         self._slice_values: dict[str, dict[str, str]] = {}
         taken: dict[str, set[str]] = {}
@@ -178,14 +183,35 @@ class Inputs:
     # -- timing -------------------------------------------------------------------------
 
     def _timing(self) -> tuple[int, int]:
-        """(minute the recorded value first exists, minutes a change needs to show fully)."""
-        if isinstance(self.sli, StateSLI):
-            return 0, 0
-        if isinstance(self.sli, GaugeSLI):
+        """(minute the recorded value first exists, minutes a change needs to show fully).
+
+        An ``offset`` delays the first value by its length, as inputs start at minute 0;
+        nested ranges (subqueries of ranges) add up to how long a change takes to show.
+        """
+        if isinstance(self.sli, StateSLI | GaugeSLI):
+            offset = math.ceil(promql.offsets_ms(self.sli.expr) / 60_000)
+            lookback = math.ceil(promql.lookback_ms(self.sli.expr) / 60_000)
+            if isinstance(self.sli, StateSLI):
+                return offset, lookback
+            # rate() and its kin need two samples, so their value exists from minute 1;
+            # max_over_time(x[5m]) and subqueries already read the sample at minute 0.
             ranges = promql.analyse(self.sli.expr).ranges_ms
-            longest = max(ranges, default=0)
-            return (1 if ranges else 0), math.ceil(longest / 60_000)
+            calls = promql.range_calls(self.sli.expr)
+            two_samples = len(calls) == len(ranges) and all(f in promql.TWO_SAMPLE_FUNCTIONS for f, _ in calls)
+            return (1 if ranges and two_samples else 0) + offset, lookback
         return 1, 5
+
+    @property
+    def ramps(self) -> bool:
+        """Whether a gauge's value builds up from its ranges' partial first windows.
+
+        With input from minute 0 a ``rate(x[5m])`` reads one minute of increase over five
+        at minute 1: the value climbs to its input over the window, so a lower bound reads
+        as breached until it has (real series have history and do not).
+        """
+        if not isinstance(self.sli, GaugeSLI):
+            return False
+        return any(function in promql.TWO_SAMPLE_FUNCTIONS for function, _ in promql.range_calls(self.sli.expr))
 
     # -- slice and unit labels ----------------------------------------------------------
 
@@ -231,11 +257,40 @@ class Inputs:
     def _unit_value(self, label: str, slice_name: str, unit: int) -> str:
         return f"{label.replace('_', '-')}-{slice_name}-{unit}"
 
+    def _spec_unit_labels(self) -> list[str]:
+        """Labels the spec itself makes tell units apart: what the joins and ``on (...)`` match on."""
+        attached = set(self.slo.slice.joined_labels)
+        names = [label for label in self.slo.slice.source_labels if label not in self.slo.slice.by]
+        if isinstance(self.sli, StateSLI | GaugeSLI):
+            extra = promql.matching_labels(self.sli.expr)
+            names += [label for label in extra if label not in names and label not in attached]
+        return names
+
+    def _synthetic_unit_label(self) -> str | None:
+        """A label that tells a state SLI's units apart when the spec names none.
+
+        ``kube_node_status_condition{condition="Ready"}`` sliced by cluster has one series
+        per node, but nothing in the spec says which label tells nodes apart: without one,
+        the test's units would be identical series. None when the spec names one, or when
+        the expression aggregates every candidate away (one state per slice).
+        """
+        if not isinstance(self.sli, StateSLI) or self._spec_unit_labels():
+            return None
+        constrained = {matcher.name for _, matchers in promql.analyse(self.sli.expr).selectors for matcher in matchers}
+        constrained.update(matcher.name for matcher in self.slo.slice.matchers)
+        taken = {*self.slo.slice.by, *self.slo.slice.joined_labels, *constrained}
+        for label in UNIT_LABEL_CANDIDATES:
+            if label not in taken and not promql.labels_lost(self.sli.expr, (label,)):
+                return label
+        return None
+
     def _unit_labels(self, slice_name: str, unit: int, extra: Sequence[str]) -> dict[str, str]:
         """Labels that tell units (nodes, instances) apart and that the joins match on, as raw series carry them."""
         attached = set(self.slo.slice.joined_labels)
         names = [label for label in self.slo.slice.source_labels if label not in self.slo.slice.by]
         names += [label for label in extra if label not in names and label not in attached]
+        if self.unit_label is not None and self.unit_label not in names:
+            names.append(self.unit_label)
         return {label: self._unit_value(label, slice_name, unit) for label in names if label not in self.slo.slice.by}
 
     def _fixed(self, slice_name: str, unit: int, extra: Sequence[str] = ()) -> dict[str, str]:
