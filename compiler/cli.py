@@ -1,7 +1,8 @@
 """Command line: ``slo-compiler validate|generate|check``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
-``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors.
+``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
+including an output directory ``generate`` refuses to replace; 128 + N after signal N.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from compiler.plan import plan
 from compiler.source.build import build_model
 from compiler.source.load import load_tree
 from compiler.targets import TargetError, render_plan
-from compiler.write import stale_files, write_tree
+from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -98,9 +99,7 @@ def _run(args: argparse.Namespace) -> int:
         sys.stdout.write(explain(model, alert_plan.of(chosen), files))
         return EXIT_OK
     if args.command == "generate":
-        write_tree(files, args.out)
-        print(f"slo-compiler: wrote {len(files)} file(s) for {len(model.slos)} spec(s) to {args.out}")
-        return EXIT_OK
+        return _generate(files, args.out, spec_dir, len(model.slos))
     problems = stale_files(files, args.out)
     if problems:
         for problem in problems:
@@ -114,6 +113,23 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) -> int:
+    """Write the output, or say why the directory was refused (exit 2, nothing touched)."""
+    try:
+        edited = write_tree(files, out, spec_dir)
+    except OutputRefusedError as exc:
+        print(f"slo-compiler: refusing to write to {out}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as exc:
+        where = exc.filename or out
+        print(f"slo-compiler: cannot write to {out}: {where}: {exc.strerror}; {out} left as it was", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"slo-compiler: wrote {len(files)} file(s) for {specs} spec(s) to {out}")
+    if edited:
+        print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {', '.join(edited)}")
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -121,6 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("slo-compiler: interrupted; output left as it was", file=sys.stderr)
         return 130
+    except InterruptedBySignalError as exc:
+        out = getattr(args, "out", "the output")
+        if exc.committed:
+            print(f"slo-compiler: {exc} received after the new output was written to {out}", file=sys.stderr)
+        else:
+            print(f"slo-compiler: interrupted by {exc}; {out} left as it was", file=sys.stderr)
+        return 128 + exc.signum
     except Exception as exc:  # a bug in the compiler, never a problem in the specs
         if os.environ.get("SLO_COMPILER_DEBUG"):
             traceback.print_exc()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,7 +30,15 @@ def check(run_cli: RunCli, cwd: Path) -> tuple[int, str, str]:
 
 
 def leftovers(directory: Path) -> list[str]:
-    return sorted(path.name for path in directory.iterdir() if path.name.startswith(".generated."))
+    """Build, parked and lock files the runs on ``directory/out`` left behind."""
+    return sorted(path.name for path in directory.iterdir() if path.name.startswith((".out.", ".generated.")))
+
+
+def dead_pid() -> int:
+    """The pid of a process that has exited (and been reaped)."""
+    child = subprocess.Popen([sys.executable, "-c", ""])
+    child.wait()
+    return child.pid
 
 
 # -- exit codes ---------------------------------------------------------------------------
@@ -195,10 +204,11 @@ def test_write_tree_failure_keeps_previous_tree(tmp_path: Path, monkeypatch: pyt
 
 def test_recover_restores_parked_tree_when_output_is_missing(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    parked = tmp_path / f"{write._PARKED_PREFIX}12345"
+    pid = dead_pid()
+    parked = tmp_path / write.leftover_name(out, "old", pid)
     (parked / "prometheus").mkdir(parents=True)
     (parked / "prometheus" / "x.yaml").write_bytes(b"kept\n")
-    half_built = tmp_path / f"{write._BUILD_PREFIX}abc"
+    half_built = tmp_path / (write.leftover_name(out, "new", pid) + "-abc")
     half_built.mkdir()
     (half_built / "partial.yaml").write_bytes(b"half\n")
 
@@ -212,7 +222,7 @@ def test_recover_drops_parked_tree_when_output_exists(tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()
     (out / "current.yaml").write_bytes(b"current\n")
-    parked = tmp_path / f"{write._PARKED_PREFIX}{os.getpid()}"
+    parked = tmp_path / write.leftover_name(out, "old", dead_pid())
     parked.mkdir()
     (parked / "old.yaml").write_bytes(b"old\n")
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,14 +30,46 @@ import yaml
 from compiler.diagnostics import Diagnostics, Position
 
 try:  # libyaml is much faster; fall back to the pure-Python composer when absent.
-    _Loader: type[Any] = yaml.CSafeLoader
+    _BaseLoader: type[Any] = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
+    _BaseLoader = yaml.SafeLoader
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_NODES_PER_DOCUMENT = 20_000  # a real spec has a few hundred; this stops alias bombs fast
 MAX_DEPTH = 64
+# A file holds a handful of documents; 20,000 empty ones (120 KB) must not cost minutes.
+MAX_DOCUMENTS_PER_FILE = 1_000
+# The library's jsonnet evaluates in well under a second; ten gives a loaded CI machine headroom.
+JSONNET_TIMEOUT_SECONDS = 10
+# The library needs under 100 MiB; a runaway comprehension stops here instead of eating the machine.
+JSONNET_MEMORY_MIB = 512
+# Hundreds of stamped specs fit in 16 MiB of JSON; the node limits would refuse more anyway.
+JSONNET_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 SPEC_SUFFIXES = (".yaml", ".yml", ".jsonnet")
+
+_YAML_TAG = "tag:yaml.org,2002:"
+_STR, _SEQ, _MAP, _MERGE = (_YAML_TAG + name for name in ("str", "seq", "map", "merge"))
+_UNTAGGED = "?untagged"  # what the loader marks a plain scalar written without a tag
+_CORE_TAGS = "!!str, !!int, !!float, !!bool, !!null, !!seq and !!map"
+_JSONNET_CHILD = Path(__file__).resolve().with_name("jsonnet_child.py")
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc]
+    """Marks untagged plain scalars instead of resolving them with YAML 1.1 rules.
+
+    PyYAML resolves tags on composition, which would hide whether ``123`` was written as
+    ``!!str 123``; marking them lets the builder honour explicit core tags and apply the
+    YAML 1.2 core schema to the rest.
+    """
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                return _MERGE if value == "<<" else _UNTAGGED
+            return _STR  # quoted, block, or the non-specific tag "!"
+        resolved: str = super().resolve(kind, value, implicit)
+        return resolved
+
 
 PathKey = tuple[str | int, ...]
 
@@ -105,18 +141,24 @@ class _Builder:
         if isinstance(node, yaml.ScalarNode):
             return self.scalar(node)
         if isinstance(node, yaml.SequenceNode):
+            self.check_collection_tag(node, _SEQ, "a list")
             return [self.build(item, (*key, i), depth + 1) for i, item in enumerate(node.value)]
         if isinstance(node, yaml.MappingNode):
+            self.check_collection_tag(node, _MAP, "a mapping")
             return self.mapping(node, key, depth)
         raise _TooLargeError(f"unsupported YAML node {type(node).__name__}")  # pragma: no cover
+
+    def check_collection_tag(self, node: yaml.Node, expected: str, what: str) -> None:
+        if node.tag != expected:
+            self.diagnostics.error(self.pos(node), _tag_message(node.tag, what))
 
     def mapping(self, node: yaml.MappingNode, key: PathKey, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag not in (_UNTAGGED, _STR, _MERGE):
                 self.diagnostics.error(self.pos(key_node), "mapping keys must be plain strings")
                 continue
-            if key_node.tag == "tag:yaml.org,2002:merge":
+            if key_node.tag == _MERGE:
                 self.diagnostics.error(self.pos(key_node), "YAML merge keys (<<) are not supported; write the keys out")
                 continue
             name = str(key_node.value)
@@ -131,30 +173,85 @@ class _Builder:
             result[name] = self.build(value_node, child, depth + 1)
         return result
 
-    @staticmethod
-    def scalar(node: yaml.ScalarNode) -> Any:
+    def scalar(self, node: yaml.ScalarNode) -> Any:
+        """An untagged plain scalar by the YAML 1.2 core schema; a tagged one as its tag says."""
         text: str = node.value
-        if node.style:  # quoted or block scalars are always strings (libyaml gives "" for plain)
+        if node.tag == _UNTAGGED:
+            return _core_scalar(text)
+        if node.tag == _STR:
             return text
-        if _NULL.match(text):
-            return None
-        if _BOOL_TRUE.match(text):
-            return True
-        if _BOOL_FALSE.match(text):
-            return False
-        if _INT_DEC.match(text):
-            return int(text)
-        if _INT_OCT.match(text):
-            return int(text[2:], 8)
-        if _INT_HEX.match(text):
-            return int(text[2:], 16)
-        if _FLOAT.match(text):
-            return float(text)
-        if _INF.match(text):
-            return -math.inf if text.startswith("-") else math.inf
-        if _NAN.match(text):
-            return math.nan
-        return text
+        parse = _TAGGED_SCALARS.get(node.tag)
+        if parse is None:
+            self.diagnostics.error(self.pos(node), _tag_message(node.tag, "a scalar"))
+            return text
+        value = parse(text)
+        if value is _INVALID:
+            self.diagnostics.error(self.pos(node), f"{json.dumps(text)} is not a valid {_show_tag(node.tag)}")
+            return text
+        return value
+
+
+_INVALID = object()
+
+
+def _show_tag(tag: str) -> str:
+    return "!!" + tag.removeprefix(_YAML_TAG) if tag.startswith(_YAML_TAG) else tag
+
+
+def _tag_message(tag: str, what: str) -> str:
+    if tag in (_STR, _SEQ, _MAP) or tag.removeprefix(_YAML_TAG) in ("int", "float", "bool", "null"):
+        return f"YAML tag {_show_tag(tag)} cannot be applied to {what}"
+    return f"YAML tag {_show_tag(tag)} is not supported; only the core tags {_CORE_TAGS} are (remove it)"
+
+
+def _tagged_int(text: str) -> Any:
+    value = _core_scalar(text)
+    return value if isinstance(value, int) and not isinstance(value, bool) else _INVALID
+
+
+def _tagged_float(text: str) -> Any:
+    value = _core_scalar(text)
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else _INVALID
+
+
+def _tagged_bool(text: str) -> Any:
+    value = _core_scalar(text)
+    return value if isinstance(value, bool) else _INVALID
+
+
+def _tagged_null(text: str) -> Any:
+    return None if _NULL.match(text) else _INVALID
+
+
+_TAGGED_SCALARS = {
+    _YAML_TAG + "int": _tagged_int,
+    _YAML_TAG + "float": _tagged_float,
+    _YAML_TAG + "bool": _tagged_bool,
+    _YAML_TAG + "null": _tagged_null,
+}
+
+
+def _core_scalar(text: str) -> Any:
+    """A plain scalar by the YAML 1.2 core schema (``no`` stays a string, ``010`` is ten)."""
+    if _NULL.match(text):
+        return None
+    if _BOOL_TRUE.match(text):
+        return True
+    if _BOOL_FALSE.match(text):
+        return False
+    if _INT_DEC.match(text):
+        return int(text)
+    if _INT_OCT.match(text):
+        return int(text[2:], 8)
+    if _INT_HEX.match(text):
+        return int(text[2:], 16)
+    if _FLOAT.match(text):
+        return float(text)
+    if _INF.match(text):
+        return -math.inf if text.startswith("-") else math.inf
+    if _NAN.match(text):
+        return math.nan
+    return text
 
 
 def load_text(text: str, path: str, diagnostics: Diagnostics) -> list[Document]:
@@ -163,6 +260,10 @@ def load_text(text: str, path: str, diagnostics: Diagnostics) -> list[Document]:
     try:
         nodes: Iterator[yaml.Node] = yaml.compose_all(text, Loader=_Loader)
         for index, node in enumerate(nodes):
+            if index >= MAX_DOCUMENTS_PER_FILE:
+                where = _Builder(path, diagnostics).pos(node) if node is not None else Position(path, 1, 1)
+                diagnostics.error(where, _too_many_documents())
+                return []  # the one problem to fix first: checking a thousand documents would bury it
             if node is None:
                 continue
             builder = _Builder(path, diagnostics)
@@ -191,105 +292,219 @@ def load_text(text: str, path: str, diagnostics: Diagnostics) -> list[Document]:
     return documents
 
 
-def load_file(file: Path, display: str, diagnostics: Diagnostics) -> list[Document]:
-    """Read one spec file, refusing binary or oversized input with a clear message."""
+def _too_many_documents() -> str:
+    return f"file holds more than {MAX_DOCUMENTS_PER_FILE} documents, the limit per file; split it into several files"
+
+
+def _read_source(file: Path, display: str, diagnostics: Diagnostics) -> str | None:
+    """The text of a spec file (YAML or jsonnet), refusing unreadable, binary or oversized input."""
     try:
         size = file.stat().st_size
         if size > MAX_FILE_BYTES:
             diagnostics.error(
                 Position(display, 1, 1), f"file is {size} bytes; spec files are limited to {MAX_FILE_BYTES}"
             )
-            return []
+            return None
         raw = file.read_bytes()
     except OSError as exc:
         diagnostics.error(Position(display, 1, 1), f"cannot read file: {exc.strerror}")
-        return []
+        return None
     if b"\x00" in raw:
         diagnostics.error(Position(display, 1, 1), "file contains NUL bytes; is it binary?")
-        return []
+        return None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         diagnostics.error(Position(display, line, col), "file is not valid UTF-8")
-        return []
-    return load_text(text, display, diagnostics)
+        return None
+
+
+def load_file(file: Path, display: str, diagnostics: Diagnostics) -> list[Document]:
+    """Read one YAML spec file, refusing binary or oversized input with a clear message."""
+    text = _read_source(file, display, diagnostics)
+    return [] if text is None else load_text(text, display, diagnostics)
 
 
 _JSONNET_LOCATION = re.compile(r"(?P<path>[^\s:]+\.(?:jsonnet|libsonnet)):(?P<line>\d+):(?P<col>\d+)")
+_OUT_OF_MEMORY_EXITS = {3, 134, -signal.SIGABRT, -signal.SIGKILL, -signal.SIGSEGV}
+
+
+def _evaluate_jsonnet(file: Path, spec_root: Path) -> dict[str, str]:
+    """Run jsonnet in a bounded child process: ``{"output": json}``, ``{"error": jsonnet's message}``
+    or ``{"limit": what was exceeded}``."""
+    command = [
+        sys.executable,
+        "-P",
+        str(_JSONNET_CHILD),
+        str(file),
+        str(spec_root.resolve()),
+        str(JSONNET_MEMORY_MIB * 1024 * 1024),
+        str(JSONNET_TIMEOUT_SECONDS + 1),  # CPU time: the backstop if this process dies first
+        str(MAX_FILE_BYTES),
+        str(JSONNET_MAX_OUTPUT_BYTES),
+    ]
+    exceeded_time = {
+        "limit": f"jsonnet evaluation exceeded {JSONNET_TIMEOUT_SECONDS} s, the limit per file; "
+        "look for recursion that never ends"
+    }
+    try:
+        child = subprocess.run(
+            command, stdin=subprocess.DEVNULL, capture_output=True, timeout=JSONNET_TIMEOUT_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return exceeded_time
+    if child.returncode == 0:
+        try:
+            result: dict[str, str] = json.loads(child.stdout)
+            return result
+        except ValueError:
+            pass
+    if child.returncode == -signal.SIGXCPU:
+        return exceeded_time
+    if child.returncode in _OUT_OF_MEMORY_EXITS or b"memory allocation" in child.stderr:
+        return {
+            "limit": f"jsonnet evaluation exceeded {JSONNET_MEMORY_MIB} MiB, the limit per file; "
+            "look for a comprehension or std.range that grows without bound"
+        }
+    detail = child.stderr.decode("utf-8", "replace").strip().splitlines()
+    return {"limit": f"jsonnet evaluation failed (exit {child.returncode}): {detail[-1] if detail else 'no output'}"}
+
+
+def _jsonnet_error(message: str, display: str) -> tuple[Position, str]:
+    first = message.splitlines()[0] if message else "jsonnet error"
+    match = _JSONNET_LOCATION.search(message)
+    line, col = (int(match["line"]), int(match["col"])) if match else (1, 1)
+    text = _JSONNET_LOCATION.sub("", first).replace("STATIC ERROR:", "").replace("RUNTIME ERROR:", "")
+    return Position(display, line, col), f"jsonnet error: {text.strip(' :')}"
+
+
+def _data_too_large(value: Any) -> str | None:
+    """The YAML limits on nodes and nesting, applied to one document that jsonnet produced."""
+    nodes, stack = 0, [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        nodes += 1
+        if nodes > MAX_NODES_PER_DOCUMENT:
+            return f"a document jsonnet produced has more than {MAX_NODES_PER_DOCUMENT} nodes"
+        if depth > MAX_DEPTH:
+            return f"a document jsonnet produced nests deeper than {MAX_DEPTH} levels"
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+    return None
 
 
 def load_jsonnet(file: Path, display: str, spec_root: Path, diagnostics: Diagnostics) -> list[Document]:
     """Evaluate a ``.jsonnet`` spec file: one spec object, or a list of documents.
 
+    The source has the limits of a YAML file; evaluation runs in a child process bounded
+    in time and memory, and its output has the YAML limits on documents, nodes and nesting.
     Imports are served only from inside the spec directory. Evaluation errors keep the
     location jsonnet reports; problems in the produced data point at the line of the
     jsonnet file that names the spec (jsonnet output carries no positions of its own).
     """
-    import _jsonnet  # the C++ binding; imported late so YAML-only use does not need it
-
-    root = spec_root.resolve()
-
-    def import_callback(base: str, relative: str) -> tuple[str, bytes]:
-        target = (Path(base) / relative).resolve()
-        if root != target and root not in target.parents:
-            raise RuntimeError(f"import of {relative!r} leaves the spec directory")
-        return str(target), target.read_bytes()
-
+    source = _read_source(file, display, diagnostics)
+    if source is None:
+        return []
+    result = _evaluate_jsonnet(file, spec_root)
+    if "output" not in result:
+        if "limit" in result:
+            diagnostics.error(Position(display, 1, 1), result["limit"])
+        else:
+            diagnostics.error(*_jsonnet_error(result.get("error", "").strip(), display))
+        return []
     try:
-        source = file.read_text(encoding="utf-8")
-        output = _jsonnet.evaluate_file(str(file), import_callback=import_callback, max_stack=200, max_trace=10)
-    except (OSError, UnicodeDecodeError) as exc:
-        diagnostics.error(Position(display, 1, 1), f"cannot read file: {exc}")
+        data = json.loads(result["output"])
+    except RecursionError:
+        diagnostics.error(Position(display, 1, 1), f"a document jsonnet produced nests deeper than {MAX_DEPTH} levels")
         return []
-    except RuntimeError as exc:
-        message = str(exc).strip()
-        first = message.splitlines()[0] if message else "jsonnet error"
-        match = _JSONNET_LOCATION.search(message)
-        line, col = (int(match["line"]), int(match["col"])) if match else (1, 1)
-        text = _JSONNET_LOCATION.sub("", first).replace("STATIC ERROR:", "").replace("RUNTIME ERROR:", "")
-        diagnostics.error(Position(display, line, col), f"jsonnet error: {text.strip(' :')}")
-        return []
-    data = json.loads(output)
     items = data if isinstance(data, list) else [data]
+    if len(items) > MAX_DOCUMENTS_PER_FILE:
+        diagnostics.error(Position(display, 1, 1), _too_many_documents())
+        return []
     documents = []
     for index, item in enumerate(items):
-        name = item.get("name") if isinstance(item, dict) else None
-        line, col = 1, 1
-        if isinstance(name, str):
-            found = re.search(re.escape(json.dumps(name)) + "|'" + re.escape(name) + "'", source)
-            if found:
-                line = source.count("\n", 0, found.start()) + 1
-                col = found.start() - (source.rfind("\n", 0, found.start()) + 1) + 1
-        document = Document(path=display, index=index, data=item)
-        document.value_positions[()] = Position(display, line, col)
-        documents.append(document)
+        problem = _data_too_large(item)
+        if problem:
+            diagnostics.error(Position(display, 1, 1), problem)
+            return []
+        documents.append(_jsonnet_document(item, index, display, source))
     return documents
 
 
-def discover(spec_dir: Path) -> list[Path]:
-    """Every spec file below ``spec_dir``, in a stable order (hidden files are skipped)."""
-    found = [
-        path
-        for path in spec_dir.rglob("*")
-        if path.suffix in SPEC_SUFFIXES
-        and path.is_file()
-        and not any(part.startswith(".") for part in path.relative_to(spec_dir).parts)
-    ]
+def _jsonnet_document(item: Any, index: int, display: str, source: str) -> Document:
+    name = item.get("name") if isinstance(item, dict) else None
+    line, col = 1, 1
+    if isinstance(name, str):
+        found = re.search(re.escape(json.dumps(name)) + "|'" + re.escape(name) + "'", source)
+        if found:
+            line = source.count("\n", 0, found.start()) + 1
+            col = found.start() - (source.rfind("\n", 0, found.start()) + 1) + 1
+    document = Document(path=display, index=index, data=item)
+    document.value_positions[()] = Position(display, line, col)
+    return document
+
+
+def discover(spec_dir: Path, problems: list[tuple[Path, str]] | None = None) -> list[Path]:
+    """Every spec file below ``spec_dir``, in a stable order (hidden files are skipped).
+
+    Nothing is skipped silently: a directory that cannot be read, a broken symbolic link
+    and a spec path that is not a regular file are appended to ``problems``, because a
+    spec that goes unseen would have its output deleted by the next ``generate``.
+    Symbolic links to directories are followed, each directory once.
+    """
+    found: list[Path] = []
+    problems = [] if problems is None else problems
+    seen: set[tuple[int, int]] = set()
+    pending = [spec_dir]
+    while pending:
+        directory = pending.pop()
+        try:
+            info = directory.stat()
+            if (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+        except OSError as exc:
+            problems.append((directory, f"cannot read directory: {exc.strerror}; specs in it would be missed"))
+            continue
+        for entry in entries:
+            if not entry.name.startswith("."):
+                _classify(Path(entry.path), found, pending, problems)
     return sorted(found, key=lambda p: p.relative_to(spec_dir).as_posix())
+
+
+def _classify(path: Path, found: list[Path], pending: list[Path], problems: list[tuple[Path, str]]) -> None:
+    if path.is_symlink() and not path.exists():
+        problems.append((path, f"broken symbolic link to {path.readlink()}; fix or remove it, it may hide specs"))
+    elif path.is_dir():
+        pending.append(path)
+    elif path.suffix in SPEC_SUFFIXES:
+        if path.is_file():
+            found.append(path)
+        else:
+            problems.append((path, "not a regular file; spec files must be plain files"))
 
 
 def load_tree(spec_dir: Path, display_root: Path, diagnostics: Diagnostics) -> list[Document]:
     """Load every document under ``spec_dir``; paths are shown relative to ``display_root``."""
     documents: list[Document] = []
-    for file in discover(spec_dir):
-        try:
-            display = file.relative_to(display_root).as_posix()
-        except ValueError:
-            display = file.as_posix()
+    problems: list[tuple[Path, str]] = []
+    for file in discover(spec_dir, problems):
+        display = _display(file, display_root)
         if file.suffix == ".jsonnet":
             documents.extend(load_jsonnet(file, display, spec_dir, diagnostics))
         else:
             documents.extend(load_file(file, display, diagnostics))
+    for path, message in problems:
+        diagnostics.error(Position(_display(path, display_root), 1, 1), message)
     return documents
+
+
+def _display(path: Path, display_root: Path) -> str:
+    try:
+        return path.relative_to(display_root).as_posix()
+    except ValueError:
+        return path.as_posix()

@@ -90,9 +90,11 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
     custom = schema.get("x-message")
     if error.validator == "additionalProperties":
         allowed = sorted(schema.get("properties", {}))
-        for key in sorted(set(instance) - set(allowed)):
+        unknown = sorted(set(instance) - set(allowed), key=lambda key: document.key_position((*path, key)))
+        for key in unknown:  # in file order, so the hints go to the problems shown first
             where = document.key_position((*path, key))
-            diagnostics.error(where, f"unknown key '{key}' {_where(path)}{_suggest(key, allowed)}")
+            hint = _suggest(key, allowed) if diagnostics.accepts(where.path) else ""  # not shown anyway
+            diagnostics.error(where, f"unknown key '{key}' {_where(path)}{hint}")
         return
     if error.validator == "required":
         missing = [key for key in rule if key not in instance]
