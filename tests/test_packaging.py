@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ import pytest
 
 from compiler.source.schema import SCHEMA_FILES
 from tests.venvs import REPO_ROOT, TIMEOUT, Venv, copy_checkout, create_venv
+
+RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
 PACKAGE = REPO_ROOT / "compiler"
 GENERATED = REPO_ROOT / "generated"
@@ -145,3 +148,28 @@ def test_every_schema_has_a_stable_id_named_after_its_file(name: str) -> None:
     """Editors and other repositories refer to the schemas by ``$id``; it must not move with the files."""
     schema = json.loads((PACKAGE / "schemas" / name).read_text(encoding="utf-8"))
     assert schema["$id"] == f"https://slo-compiler.dev/schemas/{name}"
+
+
+def test_schemas_upgrades_its_own_copies_and_leaves_other_files_alone(run_cli: RunCli, tmp_path: Path) -> None:
+    vendored = tmp_path / "vendored"
+    vendored.mkdir()
+    older = json.loads((PACKAGE / "schemas" / "slo.schema.json").read_text(encoding="utf-8"))
+    older["description"] = "an older release"
+    (vendored / "slo.schema.json").write_text(json.dumps(older), encoding="utf-8")
+    assert run_cli(["schemas", "--out", "vendored"], tmp_path) == (
+        0,
+        "slo-compiler: wrote 3 schema(s) to vendored (0 already current)\n",
+        "",
+    )
+    assert (vendored / "slo.schema.json").read_bytes() == (PACKAGE / "schemas" / "slo.schema.json").read_bytes()
+    assert run_cli(["schemas", "--out", "vendored"], tmp_path)[1].endswith("(3 already current)\n")
+    (vendored / "owners.schema.json").write_text('{"$id": "https://example.com/owners.json"}\n', encoding="utf-8")
+    (vendored / "project.schema.json").unlink()
+    code, stdout, stderr = run_cli(["schemas", "--out", "vendored"], tmp_path)
+    assert (code, stdout) == (2, "")
+    assert stderr.splitlines() == [
+        "slo-compiler: vendored/owners.schema.json exists and is not slo-compiler's schema; not overwritten",
+        "slo-compiler: nothing written; choose another --out or move those files away",
+    ]
+    assert (vendored / "owners.schema.json").read_text(encoding="utf-8") == '{"$id": "https://example.com/owners.json"}\n'
+    assert not (vendored / "project.schema.json").exists()
