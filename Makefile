@@ -5,8 +5,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two stamps: generating needs only the runtime dependencies; tests, lint and types add the dev tools.
+RUNTIME := $(VENV)/.installed-runtime
+DEV := $(VENV)/.installed-dev
 PY := $(BIN)/python
+PIP := $(BIN)/pip --quiet --disable-pip-version-check
 CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager
 
@@ -15,21 +18,31 @@ DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+$(PY):
+	@echo "creating $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) install --upgrade pip
 
-venv: $(STAMP) ## create .venv and install the package with its dev tools
+$(RUNTIME): pyproject.toml | $(PY)
+	@echo "installing slo-compiler into $(VENV) (runtime dependencies only)"
+	@$(PIP) install -e .
+	@touch $@
 
-generate: $(STAMP) ## compile slo_specs/ into generated/ (atomically)
+# The dev install includes the runtime one, so it refreshes that stamp too.
+$(DEV): pyproject.toml | $(PY)
+	@echo "installing slo-compiler and its dev tools into $(VENV)"
+	@$(PIP) install -e '.[dev]'
+	@touch $@ $(RUNTIME)
+
+venv: $(DEV) ## create .venv and install the package with its dev tools
+
+generate: $(RUNTIME) ## compile slo_specs/ into generated/ (atomically)
 	$(CLI) generate
 
-validate: $(STAMP) ## report every problem in slo_specs/, write nothing
+validate: $(RUNTIME) ## report every problem in slo_specs/, write nothing
 	$(CLI) validate
 
-check: $(STAMP) ## fail when generated/ is not what slo_specs/ compiles to
+check: $(RUNTIME) ## fail when generated/ is not what slo_specs/ compiles to
 	$(CLI) check
 
 tools: ## install promtool, amtool, prometheus and alertmanager from Debian when missing
@@ -54,20 +67,20 @@ $(VMALERT): ## vmalert from Debian's victoria-metrics package, unpacked (not ins
 	dpkg -x .cache/deb/victoria-metrics.deb .cache/victoria-metrics
 	@test -x $(VMALERT)
 
-lint: $(STAMP) ## ruff
+lint: $(DEV) ## ruff
 	$(BIN)/ruff check compiler tests bench
 
-typecheck: $(STAMP) ## mypy --strict on compiler, tests and bench
+typecheck: $(DEV) ## mypy --strict on compiler, tests and bench
 	$(BIN)/mypy compiler tests bench
 
 promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every generated rule file
 	promtool check rules --lint=all --lint-fatal generated/prometheus/rules/*.yaml
 
-test: $(STAMP) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
+test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
 	$(MAKE) --no-print-directory lint typecheck
 	$(BIN)/pytest -q -n 2
 
-bench: $(STAMP) ## compile 1,000 synthetic specs; print time per spec and the load+schema share
+bench: $(DEV) ## compile 1,000 synthetic specs; print time per spec and the load+schema share
 	$(PY) bench/bench_compile.py --specs 1000
 
 clean: ## remove the virtualenv and caches

@@ -1,4 +1,4 @@
-"""Command line: ``slo-compiler validate|generate|check``.
+"""Command line: ``slo-compiler validate|generate|check|explain|schemas``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
 ``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
@@ -8,6 +8,7 @@ including an output directory ``generate`` refuses to replace; 128 + N after sig
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import traceback
@@ -21,6 +22,7 @@ from compiler.model import Model
 from compiler.plan import plan
 from compiler.source.build import build_model
 from compiler.source.load import load_tree
+from compiler.source.schema import packaged_schemas
 from compiler.targets import TargetError, render_plan
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
@@ -46,11 +48,18 @@ def _parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--specs", type=Path, default=Path("slo_specs"), help="spec directory (default: slo_specs)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser(
+    validate = commands.add_parser(
         "validate",
         parents=[common],
         help="report every problem in the specs; write nothing",
         description="Check every spec and report all problems as path:line:col: message. Writes nothing.",
+    )
+    validate.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        metavar="PATH",
+        help="files or directories inside --specs: report only their problems (the whole tree is still compiled)",
     )
     explain = commands.add_parser(
         "explain",
@@ -65,14 +74,113 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
+    schemas = commands.add_parser(
+        "schemas",
+        help="write the spec language's JSON Schemas into a directory, for editors in another repository",
+        description="Write byte copies of the packaged JSON Schemas (slo, owners, project) into --out.",
+    )
+    schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
     return parser
 
 
+def _tree_problems(spec_dir: Path) -> Diagnostics:
+    """Every problem ``generate`` would report for the tree, rendering included."""
+    model, diagnostics = compile_specs(spec_dir)
+    if model is not None and not diagnostics:
+        try:
+            render_plan(plan(model))
+        except TargetError as exc:
+            diagnostics.extend(exc.diagnostics())
+    return diagnostics
+
+
+def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
+    """Why each PATH cannot be validated: missing, or outside the spec tree its problems are reported against."""
+    root = spec_dir.resolve()
+    reasons = []
+    for path in paths:
+        if not path.exists():
+            reasons.append(f"no such file or directory: {path}")
+        elif not path.resolve().is_relative_to(root):
+            reasons.append(f"{path} is outside the spec directory {spec_dir}; pass --specs DIR for the tree it is in")
+    return reasons
+
+
+def validate_paths(spec_dir: Path, paths: Sequence[Path]) -> int:
+    """``validate PATH...``: report only the problems positioned in ``paths``.
+
+    pre-commit passes the changed files; the whole tree is still compiled, because cross-spec
+    checks (duplicate names, owners, explains) need every spec.
+    """
+    reasons = _bad_paths(spec_dir, paths)
+    for reason in reasons:
+        print(f"slo-compiler: {reason}", file=sys.stderr)
+    if reasons:
+        return EXIT_USAGE
+    chosen = [path.resolve() for path in paths]
+    mine, elsewhere = Diagnostics(), 0
+    for item in _tree_problems(spec_dir).items:
+        where = Path(item.position.path).resolve()
+        if any(where.is_relative_to(path) for path in chosen):
+            mine.error(item.position, item.message)
+        else:
+            elsewhere += 1
+    others = f"{elsewhere} problem(s) elsewhere in {spec_dir} (`slo-compiler validate` lists them)"
+    if mine:
+        sys.stderr.write(mine.render())
+        more = f"; {others}" if elsewhere else ""
+        print(f"slo-compiler: {len(mine)} problem(s) in the given path(s){more}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print(f"slo-compiler: no problems in {len(paths)} given path(s)")
+    if elsewhere:
+        print(f"slo-compiler: note: {others}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _is_ours(path: Path, schema: bytes) -> bool:
+    """Whether ``path`` is a copy of one of our schemas (same ``$id``), perhaps from an older version."""
+    try:
+        found = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(found, dict) and found.get("$id") == json.loads(schema)["$id"]
+
+
+def write_schemas(out: Path) -> int:
+    """``schemas --out DIR``: byte copies of the packaged schemas, for a repository that vendors them.
+
+    A file already there is replaced only when it is a copy of the same schema (an upgrade);
+    anything else is someone else's file, and then nothing is written.
+    """
+    schemas = packaged_schemas()
+    if out.exists() and not out.is_dir():
+        print(f"slo-compiler: --out {out} is not a directory", file=sys.stderr)
+        return EXIT_USAGE
+    foreign = [out / name for name in schemas if (out / name).exists() and not _is_ours(out / name, schemas[name])]
+    for path in foreign:
+        print(f"slo-compiler: {path} exists and is not slo-compiler's schema; not overwritten", file=sys.stderr)
+    if foreign:
+        print("slo-compiler: nothing written; choose another --out or move those files away", file=sys.stderr)
+        return EXIT_USAGE
+    out.mkdir(parents=True, exist_ok=True)
+    stale = [name for name in schemas if not (out / name).exists() or (out / name).read_bytes() != schemas[name]]
+    for name in stale:
+        staging = out / f".{name}.{os.getpid()}.tmp"
+        staging.write_bytes(schemas[name])
+        staging.replace(out / name)  # atomic: an editor never reads half a schema
+    print(f"slo-compiler: wrote {len(stale)} schema(s) to {out} ({len(schemas) - len(stale)} already current)")
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "schemas":
+        return write_schemas(args.out)
     spec_dir: Path = args.specs
     if not spec_dir.is_dir():
         print(f"slo-compiler: spec directory not found: {spec_dir}", file=sys.stderr)
         return EXIT_USAGE
+    if args.command == "validate" and args.paths:
+        return validate_paths(spec_dir, args.paths)
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
     alert_plan = plan(model) if model is not None and not diagnostics else None

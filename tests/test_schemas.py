@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from compiler.source.load import discover
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-SCHEMAS = sorted((REPO_ROOT / "schemas").glob("*.schema.json"))
+SCHEMAS = sorted((REPO_ROOT / "compiler" / "schemas").glob("*.schema.json"))
 SPEC_FILES = [path for path in discover(REPO_ROOT / "slo_specs") if path.suffix != ".jsonnet"]
 SCHEMA_LINE = re.compile(r"^# yaml-language-server: \$schema=(\S+)$", re.MULTILINE)
 KIND_SCHEMA = {"SLO": "slo.schema.json", "Owners": "owners.schema.json", "Project": "project.schema.json"}
@@ -24,7 +24,7 @@ def test_schema_is_valid_draft_2020_12(path: Path) -> None:
 
 
 def test_every_slo_property_is_documented_for_editors() -> None:
-    schema = json.loads((REPO_ROOT / "schemas" / "slo.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads((REPO_ROOT / "compiler" / "schemas" / "slo.schema.json").read_text(encoding="utf-8"))
     undocumented = [
         name
         for name, body in schema["properties"].items()
@@ -41,4 +41,4 @@ def test_spec_names_its_schema_for_the_yaml_language_server(path: Path) -> None:
     kind = re.search(r"^kind: (\w+)$", text, re.MULTILINE)
     assert kind is not None
     target = (path.parent / match.group(1)).resolve()
-    assert target == (REPO_ROOT / "schemas" / KIND_SCHEMA[kind.group(1)]).resolve()
+    assert target == (REPO_ROOT / "compiler" / "schemas" / KIND_SCHEMA[kind.group(1)]).resolve()

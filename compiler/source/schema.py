@@ -1,9 +1,11 @@
-"""Check documents against the JSON Schemas in ``schemas/`` and report problems at their source position.
+"""Check documents against the JSON Schemas in ``compiler/schemas/`` and report problems at their source position.
 
 The same schema files serve editors (``# yaml-language-server: $schema=...``) and the
-compiler, so the two can never disagree. jsonschema's own messages are rewritten into
-sentences an operator can act on: unknown keys get a did-you-mean, missing fields say
-which, and a schema node may carry an ``x-message`` to explain a pattern.
+compiler, so the two can never disagree. They are package data, read through
+``importlib.resources``, so an installed wheel finds them wherever it is run from.
+jsonschema's own messages are rewritten into sentences an operator can act on: unknown
+keys get a did-you-mean, missing fields say which, and a schema node may carry an
+``x-message`` to explain a pattern.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ from __future__ import annotations
 import difflib
 import json
 from functools import cache
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -20,8 +23,9 @@ from jsonschema.exceptions import ValidationError
 from compiler.diagnostics import Diagnostics
 from compiler.source.load import Document
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+SCHEMA_DIR: Traversable = resources.files("compiler").joinpath("schemas")
 KINDS = {"SLO": "slo", "Owners": "owners", "Project": "project"}
+SCHEMA_FILES = tuple(f"{name}.schema.json" for name in KINDS.values())
 
 _TYPE_NAMES = {
     "object": "a mapping",
@@ -36,9 +40,14 @@ _TYPE_NAMES = {
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
-    schema = json.loads((SCHEMA_DIR / f"{KINDS[kind]}.schema.json").read_text(encoding="utf-8"))
+    schema = json.loads(SCHEMA_DIR.joinpath(f"{KINDS[kind]}.schema.json").read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
+
+
+def packaged_schemas() -> dict[str, bytes]:
+    """The schema files as shipped, byte for byte, for repositories that vendor them for their editors."""
+    return {name: SCHEMA_DIR.joinpath(name).read_bytes() for name in SCHEMA_FILES}
 
 
 def schema_properties(kind: str) -> dict[str, Any]:

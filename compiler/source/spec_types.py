@@ -1,4 +1,4 @@
-"""TypedDicts of the spec language, generated from ``schemas/*.json`` by ``compiler.source.typegen``.
+"""TypedDicts of the spec language, generated from ``compiler/schemas/*.json`` by ``typegen``.
 
 Do not edit: change the schema and run ``python -m compiler.source.typegen``.
 """

@@ -1,6 +1,6 @@
 """Generate ``compiler/source/spec_types.py``: TypedDicts for every object the JSON Schemas describe.
 
-The schemas in ``schemas/`` are the one definition of the spec language; the checker reads
+The schemas in ``compiler/schemas/`` are the one definition of the spec language; the checker reads
 schema-valid documents through these TypedDicts, so a misspelt or removed field is a
 ``mypy`` error rather than a silent ``None``. A test regenerates the module and fails when
 the committed file differs: after changing a schema run ``python -m compiler.source.typegen``.
@@ -16,14 +16,16 @@ import keyword
 import sys
 import textwrap
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
-SCHEMA_DIR = Path(__file__).resolve().parents[2] / "schemas"
+# The packaged schemas, read directly: typegen must run even when the modules it feeds do not import.
+SCHEMA_DIR = resources.files("compiler").joinpath("schemas")
 OUTPUT = Path(__file__).resolve().parent / "spec_types.py"
 ROOTS = {"slo.schema.json": "SLO", "project.schema.json": "Project", "owners.schema.json": "Owners"}
 
-HEADER = '''"""TypedDicts of the spec language, generated from ``schemas/*.json`` by ``compiler.source.typegen``.
+HEADER = '''"""TypedDicts of the spec language, generated from ``compiler/schemas/*.json`` by ``typegen``.
 
 Do not edit: change the schema and run ``python -m compiler.source.typegen``.
 """
@@ -117,7 +119,7 @@ def generate() -> str:
     """The text of ``spec_types.py`` for the schemas as they are now."""
     parts = [HEADER]
     for file, prefix in ROOTS.items():
-        schema = json.loads((SCHEMA_DIR / file).read_text(encoding="utf-8"))
+        schema = json.loads(SCHEMA_DIR.joinpath(file).read_text(encoding="utf-8"))
         generator = _Generator(schema, prefix)
         generator.typed_dict(schema, f"{prefix}Spec")
         parts.extend(f"\n\n{text}" for text in generator.classes)

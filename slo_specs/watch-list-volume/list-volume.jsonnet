@@ -1,5 +1,5 @@
 // LIST volume per resource: one spec per resource from lib/list-volume.libsonnet.
-// Schema: ../../schemas/slo.schema.json (kind: SLO); evaluated by slo-compiler, imports
+// Schema: ../../compiler/schemas/slo.schema.json (kind: SLO); evaluated by slo-compiler, imports
 // confined to slo_specs/.
 //
 // Ceilings are LIST/s per (cluster, scope) on a 7,500-node cluster. The reference point

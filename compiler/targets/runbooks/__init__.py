@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from pathlib import Path
 
 import jinja2
 
@@ -28,7 +27,6 @@ from compiler.text import numbers
 from compiler.text.markdown import cell, code, fence, inline, md, url
 from compiler.text.numbers import clean_number, go_float
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 
 
@@ -38,7 +36,7 @@ INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(TEMPLATES),
+        loader=jinja2.PackageLoader("compiler", "templates"),  # package data: works from an installed wheel
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

@@ -1,6 +1,6 @@
 // LIST volume per apiserver resource: the shared shape of the list-volume-* specs.
 //
-// Schema: ../../../schemas/slo.schema.json (kind: SLO). Jsonnet has no
+// Schema: ../../../compiler/schemas/slo.schema.json (kind: SLO). Jsonnet has no
 // `yaml-language-server` header; the compiler validates the evaluated objects against
 // the same schema as the YAML specs.
 //
