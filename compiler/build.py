@@ -47,7 +47,7 @@ from compiler.model import (
 )
 from compiler.numbers import clean_number, go_float
 from compiler.promql import Matcher, PromQLError
-from compiler.registry import build_project, build_teams
+from compiler.registry import build_project, build_teams, check_receiver_names
 from compiler.validate import _suggest, validate_document
 
 MINUTE = 60_000
@@ -707,6 +707,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
 
     project = build_project(documents, diagnostics)
     teams = build_teams(documents, project, diagnostics)
+    check_receiver_names(documents, teams, diagnostics)
 
     slos: dict[str, SLO] = {}
     seen: dict[str, str] = {}

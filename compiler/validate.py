@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -122,6 +124,30 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         diagnostics.error(where, f"{name}: {error.message}")
 
 
+def _non_finite(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    """Every ``.nan`` and ``.inf`` in a document: JSON Schema cannot exclude them (NaN fails no bound)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, (*path, index))
+
+
+def _report_non_finite(document: Document, diagnostics: Diagnostics) -> bool:
+    """Report each NaN or infinity at its value; no spec field has a use for one."""
+    found = False
+    for path, value in _non_finite(document.data):
+        text = ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+        diagnostics.error(
+            document.position(path), f"{_field(path)}: {text} is not a finite number; write a plain number"
+        )
+        found = True
+    return found
+
+
 def validate_document(document: Document, diagnostics: Diagnostics) -> str | None:
     """Validate one document; returns its kind when it is schema-valid, else None."""
     data = document.data
@@ -138,4 +164,5 @@ def validate_document(document: Document, diagnostics: Diagnostics) -> str | Non
     before = len(diagnostics)
     for error in errors:
         _report(error, document, diagnostics)
-    return kind if len(diagnostics) == before and not errors else None
+    non_finite = _report_non_finite(document, diagnostics)
+    return kind if len(diagnostics) == before and not errors and not non_finite else None
