@@ -102,6 +102,8 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
             diagnostics.error(document.position(path), f"missing required field '{key}' {_where(path)}")
         return
     where = document.position(path)
+    if "propertyNames" in error.relative_schema_path and isinstance(instance, str):
+        where = document.key_position((*path, instance))  # the key at fault, not its whole mapping
     if error.validator == "type":
         expected = rule if isinstance(rule, list) else [rule]
         wanted = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in expected)
