@@ -7,6 +7,7 @@ Exit codes: 0 success; 1 problems in the specs (every one printed as
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import traceback
@@ -18,7 +19,7 @@ from compiler.build import build_model
 from compiler.diagnostics import Diagnostics, Position
 from compiler.explain import budget_report, explain
 from compiler.load import load_tree
-from compiler.model import Model
+from compiler.model import SLO, Model
 from compiler.targets import TargetError, render_all
 from compiler.write import stale_files, write_tree
 
@@ -33,6 +34,36 @@ def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
         diagnostics.error(Position(spec_dir.as_posix(), 1, 1), "no SLO specs found (documents with kind: SLO)")
     model = build_model(documents, diagnostics)
     return model, diagnostics
+
+
+def _render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:
+    """Every output file; a spec that no check caught but no target can compile is reported at the spec."""
+    try:
+        return render_all(model)
+    except TargetError as exc:
+        diagnostics.extend(exc.diagnostics())
+    except Exception as exc:
+        culprit = _failing_spec(model)
+        if culprit is None:
+            raise  # not one spec's doing: a compiler bug, reported as an internal error
+        diagnostics.error(
+            culprit.position,
+            f"cannot compile this spec ({type(exc).__name__}: {exc}); no check caught the problem, "
+            "so please also report it as a compiler bug",
+        )
+    return {}
+
+
+def _failing_spec(model: Model) -> SLO | None:
+    """The first spec that fails to render on its own (a failed render is rare, so the cost is fine)."""
+    for slo in model.slos:
+        try:
+            render_all(dataclasses.replace(model, slos=(slo,)))
+        except TargetError:
+            continue
+        except Exception:
+            return slo
+    return None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,10 +105,7 @@ def _run(args: argparse.Namespace) -> int:
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
     if model is not None and not diagnostics:
-        try:
-            files = render_all(model)
-        except TargetError as exc:
-            diagnostics.extend(exc.diagnostics())
+        files = _render(model, diagnostics)
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
