@@ -546,6 +546,33 @@ class _SpecBuilder:
         )
         return False
 
+    def _relative_offset(self, section: str, band_for_ms: int) -> int:
+        """How far back a relative bound looks: whole minutes, at most a week, and longer than the
+        band's ``for`` (a jump past the factor lasts only ``offset``, so a shorter one never fires)."""
+        key: PathKey = (section, "relative", "offset")
+        offset = self.duration(key)
+        text = promql.format_duration(offset)
+        if offset <= 0 or offset % MINUTE:
+            self.error(
+                key,
+                f"relative.offset must be a whole, positive number of minutes (e.g. 1h), not {text}: the value "
+                "is compared with itself that long ago, and the generated tests step by minutes",
+            )
+        elif offset > MAX_OFFSET_MS:
+            self.error(
+                key,
+                f"relative.offset {text} is longer than 7d (the same time last week): the generated tests "
+                "simulate every minute of it",
+            )
+        elif offset <= band_for_ms:
+            self.error(
+                key,
+                f"relative.offset {text} must be longer than the {section}'s for "
+                f"({promql.format_duration(band_for_ms)}): a jump past the factor stays past its value {text} "
+                "ago for only that long, so the alert could never wait out its for",
+            )
+        return offset
+
     def range_(self, section: str, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int) -> Range | None:
         raw = self.data.get(section)
         if raw is None:
@@ -563,20 +590,7 @@ class _SpecBuilder:
                 and rel["min_factor"] >= rel["max_factor"]
             ):
                 self.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
-            offset = self.duration((section, "relative", "offset"))
-            if offset <= 0 or offset % MINUTE:
-                self.error(
-                    (section, "relative", "offset"),
-                    f"relative.offset must be a whole, positive number of minutes (e.g. 1h), not "
-                    f"{promql.format_duration(offset)}: the value is compared with itself that long ago, "
-                    "and the generated tests step by minutes",
-                )
-            elif offset > MAX_OFFSET_MS:
-                self.error(
-                    (section, "relative", "offset"),
-                    f"relative.offset {promql.format_duration(offset)} is longer than 7d (the same time last "
-                    "week): the generated tests simulate every minute of it",
-                )
+            offset = self._relative_offset(section, self.duration((section, "for"), for_ms))
             relative = Relative(offset, rel.get("max_factor"), rel.get("min_factor"), float(rel.get("floor", 0)))
         if minimum is None and maximum is None and relative is None:
             self.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)

@@ -55,15 +55,19 @@ def _render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:
 
 
 def _failing_spec(model: Model) -> SLO | None:
-    """The first spec that fails to render on its own (a failed render is rare, so the cost is fine)."""
+    """The first spec that fails to render on its own, unless every spec of several does (then no spec
+    is to blame). Rendering each spec alone is costly, but only after a failure."""
+    failing = []
     for slo in model.slos:
         try:
             render_all(dataclasses.replace(model, slos=(slo,)))
         except TargetError:
             continue
         except Exception:
-            return slo
-    return None
+            failing.append(slo)
+    if not failing or (len(model.slos) > 1 and len(failing) == len(model.slos)):
+        return None
+    return failing[0]
 
 
 def _parser() -> argparse.ArgumentParser:
