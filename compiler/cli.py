@@ -8,6 +8,7 @@ including an output directory ``generate`` refuses to replace; 128 + N after sig
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -18,12 +19,12 @@ from pathlib import Path
 from compiler import __version__
 from compiler.diagnostics import Diagnostics, Position
 from compiler.explain import budget_report, explain
-from compiler.model import Model
+from compiler.model import SLO, Model
 from compiler.plan import plan
 from compiler.source.build import build_model
 from compiler.source.load import load_tree
 from compiler.source.schema import packaged_schemas
-from compiler.targets import TargetError, render_plan
+from compiler.targets import TargetError, render_all
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
@@ -37,6 +38,40 @@ def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
         diagnostics.error(Position(spec_dir.as_posix(), 1, 1), "no SLO specs found (documents with kind: SLO)")
     model = build_model(documents, diagnostics)
     return model, diagnostics
+
+
+def _render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:
+    """Every output file; a spec that no check caught but no target can compile is reported at the spec."""
+    try:
+        return render_all(model)
+    except TargetError as exc:
+        diagnostics.extend(exc.diagnostics())
+    except Exception as exc:
+        culprit = _failing_spec(model)
+        if culprit is None:
+            raise  # not one spec's doing: a compiler bug, reported as an internal error
+        diagnostics.error(
+            culprit.position,
+            f"cannot compile this spec ({type(exc).__name__}: {exc}); no check caught the problem, "
+            "so please also report it as a compiler bug",
+        )
+    return {}
+
+
+def _failing_spec(model: Model) -> SLO | None:
+    """The first spec that fails to render on its own, unless every spec of several does (then no spec
+    is to blame). Rendering each spec alone is costly, but only after a failure."""
+    failing = []
+    for slo in model.slos:
+        try:
+            render_all(dataclasses.replace(model, slos=(slo,)))
+        except TargetError:
+            continue
+        except Exception:
+            failing.append(slo)
+    if not failing or (len(model.slos) > 1 and len(failing) == len(model.slos)):
+        return None
+    return failing[0]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -87,10 +122,7 @@ def _tree_problems(spec_dir: Path) -> Diagnostics:
     """Every problem ``generate`` would report for the tree, rendering included."""
     model, diagnostics = compile_specs(spec_dir)
     if model is not None and not diagnostics:
-        try:
-            render_plan(plan(model))
-        except TargetError as exc:
-            diagnostics.extend(exc.diagnostics())
+        _render(model, diagnostics)
     return diagnostics
 
 
@@ -183,12 +215,8 @@ def _run(args: argparse.Namespace) -> int:
         return validate_paths(spec_dir, args.paths)
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
-    alert_plan = plan(model) if model is not None and not diagnostics else None
-    if alert_plan is not None:
-        try:
-            files = render_plan(alert_plan)
-        except TargetError as exc:
-            diagnostics.extend(exc.diagnostics())
+    if model is not None and not diagnostics:
+        files = _render(model, diagnostics)
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
@@ -203,8 +231,7 @@ def _run(args: argparse.Namespace) -> int:
             names = ", ".join(slo.name for slo in model.slos)
             print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
             return EXIT_USAGE
-        assert alert_plan is not None
-        sys.stdout.write(explain(model, alert_plan.of(chosen), files))
+        sys.stdout.write(explain(model, plan(model).of(chosen), files))
         return EXIT_OK
     if args.command == "generate":
         return _generate(files, args.out, spec_dir, len(model.slos))

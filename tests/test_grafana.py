@@ -84,7 +84,7 @@ def substitute(expr: str) -> str:
 
     def value(match: re.Match[str]) -> str:
         name = match["braced"] or match["plain"]
-        return "" if name == grafana.DATASOURCE_VARIABLE else "some-value"
+        return "" if name == links.DATASOURCE_VARIABLE else "some-value"
 
     return GRAFANA_VARIABLE.sub(value, expr)
 
@@ -281,7 +281,7 @@ def test_variables_are_a_prometheus_datasource_and_one_multi_all_query_per_slice
     shown = [slo for slo in model.slos if name.endswith("overview.json") or name.endswith(f"/{slo.owner.name}.json")]
     variables = data["templating"]["list"]
     assert variables[0]["type"] == "datasource" and variables[0]["query"] == "prometheus"
-    assert variables[0]["name"] == grafana.DATASOURCE_VARIABLE
+    assert variables[0]["name"] == links.DATASOURCE_VARIABLE
     labels = {label for slo in shown for label in slo.slice.by}
     query_variables = {v["name"]: v for v in variables[1:]}
     assert set(query_variables) == labels

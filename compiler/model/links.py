@@ -7,11 +7,13 @@ to a file or heading written by another (tests check this over all of ``generate
 from __future__ import annotations
 
 import hashlib
+import re
 
-from compiler.model import SLO, Model, Team
+from compiler.model import SLO, Channel, Model, Team
 
 RUNBOOKS_DIR = "runbooks"
 RULES_DIR = "prometheus/rules"
+DATASOURCE_VARIABLE = "datasource"  # every dashboard's data source picker
 MAX_UID = 40  # Grafana's limit on dashboard uids
 
 
@@ -52,3 +54,31 @@ OVERVIEW_DASHBOARD_UID = "slo-overview"
 
 def dashboard_url(model: Model, uid: str) -> str:
     return f"{model.project.grafana_base_url}/d/{uid}"
+
+
+_SHIFTED = re.compile(rf"^{DATASOURCE_VARIABLE}_*$")
+
+
+def dashboard_variable(label: str) -> str:
+    """The Grafana variable (``var-<name>`` in URLs) that filters on slice label ``label``.
+
+    It is the label's own name, except that a slice label ``datasource`` would clash with the
+    data source picker: ``datasource`` becomes ``datasource_``, ``datasource_`` becomes
+    ``datasource__`` and so on, so no two labels ever share a variable.
+    """
+    return f"{label}_" if _SHIFTED.fullmatch(label) else label
+
+
+# Alertmanager receivers: one per team and channel, one per automation webhook. Rules, routes,
+# routing tests and the owners check all name receivers through these.
+CHANNELS: tuple[Channel, ...] = ("shadow", "page", "ticket", "info")
+
+
+def team_receiver(team: Team | str, channel: Channel) -> str:
+    """``<team>-page``, ``<team>-ticket``, ``<team>-info`` or ``<team>-shadow``."""
+    name = team if isinstance(team, str) else team.name
+    return f"{name}-{channel}"
+
+
+def automation_receiver(name: str) -> str:
+    return f"automation-{name}"

@@ -136,6 +136,7 @@ class Analysis:
     ranges_ms: tuple[int, ...]
     functions: tuple[str, ...]
     offsets_ms: tuple[int, ...]
+    pinned_ms: tuple[int, ...] = ()  # timestamps of ``@ <time>`` modifiers
 
 
 # --------------------------------------------------------------------------
@@ -268,9 +269,43 @@ def _match_op(op: pp.MatchOp) -> str:
     raise PromQLError(f"unsupported PromQL match operator: {op!r}")
 
 
+def _check_label_name(name: str) -> None:
+    """The parser accepts Prometheus 3's quoted UTF-8 names ({"a.b"="x"}); rules for 2.x cannot carry them."""
+    if not is_valid_label_name(name):
+        raise PromQLError(
+            f"label name {name!r} is not a Prometheus 2.x label name ([a-zA-Z_][a-zA-Z0-9_]*); "
+            "quoted UTF-8 label names need Prometheus 3"
+        )
+
+
 def _convert_matcher(matcher: pp.Matcher) -> Matcher:
     """Convert a parser matcher into our value type."""
+    _check_label_name(matcher.name)
     return Matcher(matcher.name, _match_op(matcher.op), matcher.value)
+
+
+def _named_labels(node: pp.Expr) -> list[str]:
+    """Label names an expression node writes outside matchers: by/without, on/ignoring, group_x,
+    label_replace/label_join destinations and count_values' label."""
+    if isinstance(node, pp.AggregateExpr):
+        names = list(node.modifier.labels) if node.modifier is not None else []
+        if str(node.op) == "count_values" and isinstance(node.param, pp.StringLiteral):
+            names.append(node.param.val)
+        return names
+    if isinstance(node, pp.BinaryExpr) and node.modifier is not None:
+        matching = node.modifier.matching
+        return [*(matching.labels if matching is not None else []), *(node.modifier.group_labels or [])]
+    if isinstance(node, pp.Call) and node.func.name in _LABEL_WRITING_FUNCTIONS and len(node.args) > 1:
+        destination = _unwrap(node.args[1])
+        return [destination.val] if isinstance(destination, pp.StringLiteral) else []
+    return []
+
+
+def _pinned_ms(at: pp.AtModifier | None) -> list[int]:
+    """The timestamp of an ``@ <time>`` modifier (``@ start()`` and ``@ end()`` follow the evaluation)."""
+    if at is None or at.type in (pp.AtModifierType.Start, pp.AtModifierType.End) or at.at is None:
+        return []
+    return [(at.at - _EPOCH) // _ONE_MS]
 
 
 def _selector_parts(node: pp.VectorSelector) -> tuple[str | None, tuple[Matcher, ...]]:
@@ -378,11 +413,15 @@ def analyse(text: str) -> Analysis:
     ranges: list[int] = []
     functions: list[str] = []
     offsets: list[int] = []
+    pinned: list[int] = []
     for node in _iter_nodes(root):
+        for label in _named_labels(node):
+            _check_label_name(label)
         if isinstance(node, pp.VectorSelector):
             selectors.append(_selector_parts(node))
             if node.offset is not None:
                 offsets.append(_td_ms(node.offset))
+            pinned.extend(_pinned_ms(node.at))
         elif isinstance(node, pp.MatrixSelector):
             ranges.append(_td_ms(node.range))
         elif isinstance(node, pp.SubqueryExpr):
@@ -390,9 +429,10 @@ def analyse(text: str) -> Analysis:
                 ranges.append(_td_ms(node.range))
             if node.offset is not None:
                 offsets.append(_td_ms(node.offset))
+            pinned.extend(_pinned_ms(node.at))
         elif isinstance(node, pp.Call):
             functions.append(node.func.name)
-    return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets))
+    return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets), tuple(pinned))
 
 
 _COUNTER_FUNCTIONS = frozenset({"rate", "irate", "increase", "resets"})

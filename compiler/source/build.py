@@ -50,7 +50,7 @@ from compiler.model.budget import estimate
 from compiler.model.labels import reserved_because
 from compiler.promql import Matcher, PromQLError, matchsets
 from compiler.source.load import Document, PathKey
-from compiler.source.registry import build_project, build_teams, check_templated_fields
+from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
 from compiler.source.schema import _suggest, validate_document
 from compiler.text.numbers import clean_number, go_float
 
@@ -65,6 +65,9 @@ DAY = 24 * HOUR
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
 # promtool evaluates every rule at every minute of a scenario: 1d of them costs seconds, a year hours.
 SCENARIO_LIMIT_MS = DAY
+MAX_WAIT_MS = DAY  # longest for / keep_firing_for
+MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
+MIN_BURN_FACTOR = 0.01  # the default policy's smallest factor is 0.23 (7d period, 3d window)
 
 
 @dataclass(frozen=True)
@@ -215,6 +218,12 @@ class _SpecBuilder:
                     f"{_dotted(key)} reads raw series over {promql.format_duration(range_ms)}; rules that read "
                     "raw series may use at most 5m (longer windows are built from the SLO's recorded series)",
                 )
+        if analysis.pinned_ms:
+            self.error(
+                key,
+                f"{_dotted(key)} pins a selector to a fixed time (@ {analysis.pinned_ms[0] / 1000:g}): its value "
+                "would never change, so its alerts could never follow the signal; drop the @ modifier",
+            )
         lost = promql.labels_lost(text, keep)
         if lost:
             self.error(
@@ -249,6 +258,7 @@ class _SpecBuilder:
         if critical is not None and normal is None:
             self.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
         no_data = self.no_data()
+        self.check_wait_limits()
         unit = self.unit(sli)
         scenarios = self.scenarios(
             sli, slice_, data.get("alert_name") or camel(name), normal, critical, objective, no_data
@@ -446,11 +456,13 @@ class _SpecBuilder:
                 ("objective", "period"),
                 f"objective.period {raw['period']} is empty: a budget needs a period of at least 1d (e.g. 28d, 30d)",
             )
-        elif period and (period < DAY or period % HOUR):
+            return None
+        if period < DAY or period % HOUR:
             self.error(
                 ("objective", "period"),
                 "objective.period must be whole hours and at least 1d (e.g. 7d, 28d, 30d)",
             )
+            return None  # every burn factor follows from the period: checking them now is noise
         alerts = self.burn_alerts(target, period)
         return Objective(target=target, period_ms=period, burn_alerts=alerts)
 
@@ -475,6 +487,8 @@ class _SpecBuilder:
                 if ("factor" in item) == ("budget_share" in item):
                     self.error(key, "a burn alert needs exactly one of 'factor' or 'budget_share'")
                     continue
+                if not self._positive_windows(key, long_ms, short_ms):
+                    continue
                 if "factor" in item:
                     factor = clean_number(float(item["factor"]))
                 else:
@@ -482,7 +496,9 @@ class _SpecBuilder:
                     if share is None or not 0 < share <= 100:
                         self.error((*key, "budget_share"), "budget_share must be a percentage in (0%, 100%]")
                         continue
-                    factor = clean_number(share / 100 * period / long_ms) if long_ms else 0.0
+                    factor = clean_number(share / 100 * period / long_ms)
+                if not self._factor_in_reach(key, item, factor):
+                    continue
                 if short_ms >= long_ms:
                     self.error((*key, "short"), "the short window must be shorter than the long window")
                 steps.append(
@@ -514,6 +530,76 @@ class _SpecBuilder:
         self._check_burn_pairs(steps)
         return tuple(alert for _, alert in steps)
 
+    def check_wait_limits(self) -> None:
+        """Every ``for`` and ``keep_firing_for`` is at most a day: the generated tests simulate each
+        minute of the wait (a 100y ``for`` would exhaust memory), and a day-long wait is a report."""
+        keys: list[PathKey] = [("no_data", "for")]
+        for section in ("persistence", "normal_range", "critical_range"):
+            keys += [(section, "for"), (section, "keep_firing_for")]
+        burn_alerts = self._get(("objective", "burn_alerts"))
+        for index in range(len(burn_alerts) if isinstance(burn_alerts, list) else 0):
+            keys += [("objective", "burn_alerts", index, "for"), ("objective", "burn_alerts", index, "keep_firing_for")]
+        for key in keys:
+            value = self._get(key)
+            parsed = promql.parse_duration(value) if isinstance(value, str) else None
+            if parsed is not None and parsed > MAX_WAIT_MS:
+                self.error(
+                    key,
+                    f"{_dotted(key)} is {promql.format_duration(parsed)}, longer than "
+                    f"{promql.format_duration(MAX_WAIT_MS)}: an alert that waits longer is a report, and the "
+                    "generated tests simulate every minute of the wait",
+                )
+
+    def _positive_windows(self, key: PathKey, long_ms: int, short_ms: int) -> bool:
+        """A 0s window would be the PromQL range [0s], which Prometheus rejects."""
+        ok = True
+        for field, window in (("long", long_ms), ("short", short_ms)):
+            if window <= 0:
+                self.error((*key, field), f"the {field} window must be a positive multiple of 5m, not 0s")
+                ok = False
+        return ok
+
+    def _factor_in_reach(self, key: PathKey, item: dict[str, Any], factor: float) -> bool:
+        """A burn factor under MIN_BURN_FACTOR alerts while the objective is met a hundred times over,
+        and the time to exhaust the budget at that rate overflows every duration."""
+        if factor >= MIN_BURN_FACTOR:
+            return True
+        field = "factor" if "factor" in item else "budget_share"
+        given = "" if field == "factor" else " (from this budget_share)"
+        self.error(
+            (*key, field),
+            f"burn factor {go_float(factor)}{given} is below {go_float(MIN_BURN_FACTOR)}: it would fire while the "
+            "budget burns at under 1% of the rate the objective allows; raise it or drop this window pair",
+        )
+        return False
+
+    def _relative_offset(self, section: str, band_for_ms: int) -> int:
+        """How far back a relative bound looks: whole minutes, at most a week, and longer than the
+        band's ``for`` (a jump past the factor lasts only ``offset``, so a shorter one never fires)."""
+        key: PathKey = (section, "relative", "offset")
+        offset = self.duration(key)
+        text = promql.format_duration(offset)
+        if offset <= 0 or offset % MINUTE:
+            self.error(
+                key,
+                f"relative.offset must be a whole, positive number of minutes (e.g. 1h), not {text}: the value "
+                "is compared with itself that long ago, and the generated tests step by minutes",
+            )
+        elif offset > MAX_OFFSET_MS:
+            self.error(
+                key,
+                f"relative.offset {text} is longer than 7d (the same time last week): the generated tests "
+                "simulate every minute of it",
+            )
+        elif offset <= band_for_ms:
+            self.error(
+                key,
+                f"relative.offset {text} must be longer than the {section}'s for "
+                f"({promql.format_duration(band_for_ms)}): a jump past the factor stays past its value {text} "
+                "ago for only that long, so the alert could never wait out its for",
+            )
+        return offset
+
     def range_(self, section: str, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int) -> Range | None:
         raw = self.data.get(section)
         if raw is None:
@@ -533,9 +619,7 @@ class _SpecBuilder:
                 and rel["min_factor"] >= rel["max_factor"]
             ):
                 self.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
-            offset = self.duration((section, "relative", "offset"))
-            if offset <= 0:
-                self.error((section, "relative", "offset"), "relative.offset must be positive")
+            offset = self._relative_offset(section, self.duration((section, "for"), for_ms))
             relative = Relative(offset, rel.get("max_factor"), rel.get("min_factor"), float(rel.get("floor", 0)))
         if minimum is None and maximum is None and relative is None:
             self.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)
@@ -570,17 +654,15 @@ class _SpecBuilder:
 
     def no_data(self) -> NoData:
         raw = self.data.get("no_data", {})
-        if "for" in raw and promql.parse_duration(str(raw["for"])) == 0:
+        for_ms = self.duration(("no_data", "for"), 15 * MINUTE)
+        enabled = bool(raw.get("enabled", True))
+        if enabled and for_ms <= 0:
             self.error(
                 ("no_data", "for"),
-                "no_data.for must be positive (e.g. 15m): with 0s the alert fires on the first evaluation "
-                "that finds no series, which every restart and every late scrape gives",
+                "no_data.for must be positive (default 15m): with 0s the no-data alert fires whenever the "
+                "recorded series is briefly absent, such as before the first rate after every restart",
             )
-        return NoData(
-            enabled=bool(raw.get("enabled", True)),
-            for_ms=self.duration(("no_data", "for"), 15 * MINUTE),
-            severity=raw.get("severity", "ticket"),
-        )
+        return NoData(enabled=enabled, for_ms=for_ms, severity=raw.get("severity", "ticket"))
 
     def scenarios(
         self,
@@ -990,6 +1072,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
     project = build_project(documents, diagnostics)
     teams = build_teams(documents, project, diagnostics)
     check_templated_fields(documents, diagnostics)
+    check_receiver_names(documents, teams, diagnostics)
 
     slos: dict[str, SLO] = {}
     seen: dict[str, str] = {}
@@ -1001,7 +1084,7 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
             )
             continue
         seen[name] = str(document.position(("name",)))
-        slo = _SpecBuilder(document, teams, diagnostics).build()
+        slo = _build_spec(document, teams, diagnostics)
         if slo is not None:
             slos[name] = slo
     _check_links(by_kind["SLO"], slos, project, diagnostics)
@@ -1024,6 +1107,18 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
         teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
         slos=tuple(slos[name] for name in sorted(slos)),
     )
+
+
+def _build_spec(document: Document, teams: dict[str, Team], diagnostics: Diagnostics) -> SLO | None:
+    """One spec's model; a check that trips over the spec is reported at it, never a crash of the run."""
+    try:
+        return _SpecBuilder(document, teams, diagnostics).build()
+    except Exception as exc:
+        diagnostics.error(
+            document.key_position(("sli",)),
+            f"cannot check this spec ({type(exc).__name__}: {exc}); please also report it as a compiler bug",
+        )
+        return None
 
 
 def _check_links(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:

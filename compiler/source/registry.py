@@ -24,6 +24,8 @@ from compiler.model import (
     Team,
     Timing,
 )
+from compiler.model.links import CHANNELS as RECEIVER_CHANNELS
+from compiler.model.links import automation_receiver, team_receiver
 from compiler.source.load import Document, PathKey
 
 MINUTE = 60_000
@@ -228,7 +230,6 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         )
         for severity in SEVERITIES
     )
-    resolve = promql.parse_duration(str(am.get("resolve_timeout", "5m"))) or 5 * MINUTE
     smtp = None
     smtp_raw = am.get("smtp")
     if isinstance(smtp_raw, dict) and "smarthost" in smtp_raw and "from" in smtp_raw:
@@ -239,53 +240,125 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
             auth_password_file=smtp_raw.get("auth_password_file"),
             require_tls=bool(smtp_raw.get("require_tls", True)),
         )
+    return Project(
+        runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
+        evaluation_interval_ms=interval,
+        grafana_base_url=data.get("grafana_base_url", DEFAULT_GRAFANA_BASE),
+        timing=timing,
+        resolve_timeout_ms=_resolve_timeout(document, am, diagnostics),
+        smtp=smtp,
+        automations=_automations(document, diagnostics),
+        rule_profiles=_rule_profiles(_mapping(data.get("rule_profiles"))),
+        cluster_profile=_cluster_profile(_mapping(data.get("cluster_profile"))),
+    )
+
+
+# A Project document is read even when it fails its schema (its automations and timing
+# still matter to every spec), so each reader below takes only values of the right type;
+# the schema check has already reported the others.
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _count(raw: dict[str, Any], key: str, default: int) -> int:
+    """A positive integer setting, or its default when it is missing or not an integer."""
+    value = raw.get(key)
+    if isinstance(value, float) and value.is_integer():  # JSON Schema counts 7500.0 as an integer
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else default
+
+
+def _resolve_timeout(document: Document, am: dict[str, Any], diagnostics: Diagnostics) -> int:
+    """Alertmanager's resolve_timeout: a positive duration (0s would resolve alerts the moment they arrive)."""
+    value = am.get("resolve_timeout", "5m")
+    parsed = promql.parse_duration(value) if isinstance(value, str) else None
+    if parsed is not None and parsed <= 0:
+        diagnostics.error(
+            document.position(("alertmanager", "resolve_timeout")),
+            "alertmanager.resolve_timeout must be positive (Alertmanager's default is 5m)",
+        )
+    return parsed if parsed else 5 * MINUTE
+
+
+def _automations(document: Document, diagnostics: Diagnostics) -> tuple[Automation, ...]:
+    raw_list = document.data.get("automations")
     automations = []
     seen: set[str] = set()
-    for index, raw in enumerate(data.get("automations", []) if isinstance(data.get("automations"), list) else []):
-        if not isinstance(raw, dict) or "name" not in raw or "url" not in raw:
+    for index, raw in enumerate(raw_list if isinstance(raw_list, list) else []):
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("url"), str):
             continue
         if raw["name"] in seen:
             diagnostics.error(
                 document.position(("automations", index, "name")), f"duplicate automation '{raw['name']}'"
             )
         seen.add(raw["name"])
+        credentials = raw.get("credentials_file")
         automations.append(
-            Automation(raw["name"], raw["url"], raw.get("credentials_file"), str(raw.get("description", "")))
+            Automation(
+                raw["name"],
+                raw["url"],
+                credentials if isinstance(credentials, str) else None,
+                str(raw.get("description", "")),
+            )
         )
-    profiles_raw = data.get("rule_profiles") if isinstance(data.get("rule_profiles"), dict) else {}
-    operator = profiles_raw.get("prometheus_operator")
-    thanos = profiles_raw.get("thanos")
-    mimir = profiles_raw.get("mimir")
-    profiles = RuleProfiles(
+    return tuple(automations)
+
+
+def _rule_profiles(raw: dict[str, Any]) -> RuleProfiles:
+    operator, thanos, mimir = (raw.get(key) for key in ("prometheus_operator", "thanos", "mimir"))
+    operator_labels = _mapping(operator.get("labels")) if isinstance(operator, dict) else {}
+    return RuleProfiles(
         operator_namespace=operator.get("namespace") if isinstance(operator, dict) else None,
-        operator_labels=tuple(sorted(operator.get("labels", {}).items())) if isinstance(operator, dict) else (),
+        operator_labels=tuple(sorted((k, v) for k, v in operator_labels.items() if isinstance(v, str))),
         thanos=isinstance(thanos, dict),
         thanos_partial_response=thanos.get("partial_response_strategy") if isinstance(thanos, dict) else None,
         mimir_tenant=mimir.get("tenant") if isinstance(mimir, dict) else None,
-        vmalert=isinstance(profiles_raw.get("vmalert"), dict),
+        vmalert=isinstance(raw.get("vmalert"), dict),
     )
-    cluster_raw = data.get("cluster_profile") if isinstance(data.get("cluster_profile"), dict) else {}
+
+
+def _cluster_profile(raw: dict[str, Any]) -> ClusterProfile:
     defaults = ClusterProfile()
-    cluster = ClusterProfile(
-        name=str(cluster_raw.get("name", defaults.name)),
-        clusters=int(cluster_raw.get("clusters", defaults.clusters)),
-        nodes=int(cluster_raw.get("nodes", defaults.nodes)),
-        node_pools=int(cluster_raw.get("node_pools", defaults.node_pools)),
-        zones=int(cluster_raw.get("zones", defaults.zones)),
-        apiservers=int(cluster_raw.get("apiservers", defaults.apiservers)),
-        watched_resources=int(cluster_raw.get("watched_resources", defaults.watched_resources)),
-        label_cardinality=tuple(sorted((str(k), int(v)) for k, v in cluster_raw.get("label_cardinality", {}).items())),
-        default_label_cardinality=int(cluster_raw.get("default_label_cardinality", defaults.default_label_cardinality)),
-        default_series_budget=int(cluster_raw.get("default_series_budget", defaults.default_series_budget)),
+    cardinality = _mapping(raw.get("label_cardinality"))
+    return ClusterProfile(
+        name=str(raw.get("name", defaults.name)),
+        clusters=_count(raw, "clusters", defaults.clusters),
+        nodes=_count(raw, "nodes", defaults.nodes),
+        node_pools=_count(raw, "node_pools", defaults.node_pools),
+        zones=_count(raw, "zones", defaults.zones),
+        apiservers=_count(raw, "apiservers", defaults.apiservers),
+        watched_resources=_count(raw, "watched_resources", defaults.watched_resources),
+        label_cardinality=tuple(sorted((label, _count(cardinality, label, 1)) for label in cardinality)),
+        default_label_cardinality=_count(raw, "default_label_cardinality", defaults.default_label_cardinality),
+        default_series_budget=_count(raw, "default_series_budget", defaults.default_series_budget),
     )
-    return Project(
-        runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
-        evaluation_interval_ms=interval,
-        grafana_base_url=data.get("grafana_base_url", DEFAULT_GRAFANA_BASE),
-        timing=timing,
-        resolve_timeout_ms=resolve,
-        smtp=smtp,
-        automations=tuple(automations),
-        rule_profiles=profiles,
-        cluster_profile=cluster,
-    )
+
+
+def check_receiver_names(documents: list[Document], teams: dict[str, Team], diagnostics: Diagnostics) -> None:
+    """Team and automation receivers share one namespace: team 'automation' has 'automation-page',
+    and so does automation 'page'. Alertmanager refuses a config with duplicate receiver names."""
+    team_positions: dict[str, str] = {}
+    for document in documents:
+        if isinstance(document.data, dict) and document.data.get("kind") == "Owners":
+            raw_teams = document.data.get("teams")
+            for index, raw in enumerate(raw_teams if isinstance(raw_teams, list) else []):
+                name = raw.get("name") if isinstance(raw, dict) else None
+                if isinstance(name, str) and name in teams:
+                    team_positions.setdefault(name, str(document.position(("teams", index, "name"))))
+    owners = {team_receiver(team, channel): team for team in teams for channel in RECEIVER_CHANNELS}
+    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
+    raw_list = projects[0].data.get("automations") if projects else None
+    for index, raw in enumerate(raw_list if isinstance(raw_list, list) else []):
+        name = raw.get("name") if isinstance(raw, dict) else None
+        if not isinstance(name, str):
+            continue
+        receiver = automation_receiver(name)
+        team = owners.get(receiver)
+        if team is not None:
+            diagnostics.error(
+                projects[0].position(("automations", index, "name")),
+                f"automation '{name}' gets the Alertmanager receiver '{receiver}', which team '{team}' "
+                f"({team_positions.get(team, 'owners')}) also gets; rename the automation or the team",
+            )

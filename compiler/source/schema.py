@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
+from collections.abc import Iterator
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -111,6 +113,8 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
             diagnostics.error(document.position(path), f"missing required field '{key}' {_where(path)}")
         return
     where = document.position(path)
+    if "propertyNames" in error.relative_schema_path and isinstance(instance, str):
+        where = document.key_position((*path, instance))  # the key at fault, not its whole mapping
     if error.validator == "type":
         expected = rule if isinstance(rule, list) else [rule]
         wanted = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in expected)
@@ -133,6 +137,30 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         diagnostics.error(where, f"{name}: {error.message}")
 
 
+def _non_finite(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
+    """Every ``.nan`` and ``.inf`` in a document: JSON Schema cannot exclude them (NaN fails no bound)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _non_finite(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _non_finite(item, (*path, index))
+
+
+def _report_non_finite(document: Document, diagnostics: Diagnostics) -> bool:
+    """Report each NaN or infinity at its value; no spec field has a use for one."""
+    found = False
+    for path, value in _non_finite(document.data):
+        text = ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+        diagnostics.error(
+            document.position(path), f"{_field(path)}: {text} is not a finite number; write a plain number"
+        )
+        found = True
+    return found
+
+
 def validate_document(document: Document, diagnostics: Diagnostics) -> str | None:
     """Validate one document; returns its kind when it is schema-valid, else None."""
     data = document.data
@@ -149,4 +177,5 @@ def validate_document(document: Document, diagnostics: Diagnostics) -> str | Non
     before = len(diagnostics)
     for error in errors:
         _report(error, document, diagnostics)
-    return kind if len(diagnostics) == before and not errors else None
+    non_finite = _report_non_finite(document, diagnostics)
+    return kind if len(diagnostics) == before and not errors and not non_finite else None

@@ -24,6 +24,7 @@ from typing import Any
 
 from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
 from compiler.model import labels as lbl
+from compiler.model.links import CHANNELS, automation_receiver, team_receiver
 from compiler.plan import Plan
 from compiler.promql import format_duration
 from compiler.text.yamlout import dump
@@ -39,7 +40,6 @@ TEMPLATES_GLOB = "templates/*.tmpl"  # relative to the config file, as Alertmana
 UNROUTED = "unrouted"
 ROOT_GROUP_BY = (lbl.ALERTNAME, lbl.SLO)
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
-CHANNELS: tuple[Channel, ...] = ("shadow", *SEVERITIES)
 _SEVERITY_CHANNEL: dict[str, Channel] = {severity: severity for severity in SEVERITIES}
 SLICE_PLACEHOLDER = "x"  # any non-empty slice label value, for routing test cases
 
@@ -53,16 +53,6 @@ OPSGENIE_DESCRIPTION = '{{ template "slo.opsgenie.description" . }}'
 
 
 # -- naming -----------------------------------------------------------------------------
-
-
-def team_receiver(team: Team | str, channel: Channel) -> str:
-    """``<team>-page``, ``<team>-ticket``, ``<team>-info`` or ``<team>-shadow``."""
-    name = team if isinstance(team, str) else team.name
-    return f"{name}-{channel}"
-
-
-def automation_receiver(name: str) -> str:
-    return f"automation-{name}"
 
 
 def quote(value: str) -> str:

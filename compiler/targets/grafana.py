@@ -17,7 +17,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from compiler.model import SLO, BurnAlert, Model, Range, Team, series, windows
-from compiler.model.links import OVERVIEW_DASHBOARD_UID, dashboard_url, runbook_url, team_dashboard_uid
+from compiler.model.links import (
+    DATASOURCE_VARIABLE,
+    OVERVIEW_DASHBOARD_UID,
+    dashboard_url,
+    dashboard_variable,
+    runbook_url,
+    team_dashboard_uid,
+)
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
 from compiler.text.numbers import clean_number, format_value, go_float, percent
@@ -36,7 +43,6 @@ with warnings.catch_warnings():
     from grafana_foundation_sdk.models import dashboard as dm
 
 DASHBOARDS_DIR = "grafana/dashboards"
-DATASOURCE_VARIABLE = "datasource"
 DATASOURCE = common.DataSourceRef(type_val="prometheus", uid=f"${{{DATASOURCE_VARIABLE}}}")
 TIME_FROM = "now-7d"
 REFRESH = "1m"
@@ -90,7 +96,7 @@ def _spans(count: int) -> list[int]:
 
 
 def _slice_matchers(slo: SLO) -> tuple[Matcher, ...]:
-    return tuple(Matcher(label, "=~", f"${label}") for label in slo.slice.by)
+    return tuple(Matcher(label, "=~", f"${dashboard_variable(label)}") for label in slo.slice.by)
 
 
 def _scoped(expr: str, slo: SLO) -> str:
@@ -194,7 +200,7 @@ def _variables(slos: Sequence[SLO]) -> list[cogbuilder.Builder[dm.VariableModel]
             selector = f"{{__name__=~{quote('|'.join(metrics))},{slo_matcher}}}"
         query = f"label_values({selector}, {label})"
         variables.append(
-            db.QueryVariable(label)
+            db.QueryVariable(dashboard_variable(label))
             .label(label)
             .datasource(DATASOURCE)
             .query(query)

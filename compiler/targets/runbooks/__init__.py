@@ -62,7 +62,7 @@ def dashboard_hint(model: Model, slo: SLO) -> str:
     base = dashboard(model, slo.owner)
     if not slo.slice.by:
         return base
-    return base + "?" + "&".join(f"var-{label}=<{label}>" for label in slo.slice.by)
+    return base + "?" + "&".join(f"var-{links.dashboard_variable(label)}=<{label}>" for label in slo.slice.by)
 
 
 def _relative(path: str) -> str:
