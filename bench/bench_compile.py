@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from compiler.diagnostics import Diagnostics
-from compiler.source.build import build_model
 from compiler.source.load import load_tree
+from compiler.source.project import build_model
 from compiler.source.schema import validate_document
 from compiler.targets import render_all
 

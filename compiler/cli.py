@@ -21,8 +21,8 @@ from compiler.diagnostics import Diagnostics, Position
 from compiler.explain import budget_report, explain
 from compiler.model import SLO, Model
 from compiler.plan import plan
-from compiler.source.build import build_model
 from compiler.source.load import load_tree
+from compiler.source.project import build_model
 from compiler.source.schema import packaged_schemas
 from compiler.targets import TargetError, render_all
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from compiler import cli, targets
-from compiler.model import Model
+from compiler.plan import Plan
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, VALID_SLO, make_spec_tree
 
 SLO = "specs/network/dns-errors.yaml"
@@ -135,7 +135,9 @@ def test_crash_period_0s_with_default_policy_is_positioned_error(
 ) -> None:
     edit(tree, SLO, PERIOD, "  period: 0s\n")
     found = problems(tmp_path, monkeypatch, capsys)
-    assert found == [f"{SLO}:16:11: objective.period must be whole hours and at least 1d (e.g. 7d, 28d, 30d)"]
+    assert found == [
+        f"{SLO}:16:11: objective.period 0s is empty: a budget needs a period of at least 1d (e.g. 28d, 30d)"
+    ]
 
 
 @pytest.mark.parametrize(("window", "column"), [("short", 41), ("long", 30)])
@@ -483,8 +485,8 @@ def test_target_failure_on_one_spec_is_reported_at_that_spec(
     """A spec that passes every check but breaks a target names the spec (exit 1), not 'internal error'."""
     _second_spec(tree)
 
-    def broken(model: Model) -> dict[str, bytes]:
-        if any(slo.name == "dns-errors" for slo in model.slos):
+    def broken(alert_plan: Plan) -> dict[str, bytes]:
+        if any(spec.slo.name == "dns-errors" for spec in alert_plan):
             raise ValueError("cannot render dns-errors")
         return {}
 
@@ -503,8 +505,8 @@ def test_target_failure_of_no_single_spec_stays_an_internal_error(
     """A failure that no one spec causes (only together, or every spec alike) is a compiler bug, not a spec problem."""
     _second_spec(tree)
 
-    def broken(model: Model) -> dict[str, bytes]:
-        if fails_when == "always" or len(model.slos) > 1:
+    def broken(alert_plan: Plan) -> dict[str, bytes]:
+        if fails_when == "always" or len(alert_plan.specs) > 1:
             raise ValueError("bug")
         return {}
 

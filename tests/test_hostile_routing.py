@@ -363,9 +363,8 @@ def test_template_injection_runbook_base_url_is_error_not_a_crash(tmp_path: Path
     spec_dir = write_tree(tmp_path, {"dns-errors": slo_spec("dns-errors")}, project=project)
     found = problems(run_cli, tmp_path)
     path = spec_dir / "project.yaml"
-    reported_at(
-        found, tmp_path, path, position(path, "https://runbooks"), "runbook_base_url", "Prometheus expands annotations"
-    )
+    where = position(path, "https://runbooks")
+    reported_at(found, tmp_path, path, where, "runbook_base_url", "characters URLs must percent-encode")
     assert len(found) == 1, found
 
 

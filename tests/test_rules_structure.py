@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from compiler import promql
-from compiler.source.build import DEFAULT_POLICY
+from compiler.model.windows import DEFAULT_POLICY
 from compiler.text.numbers import clean_number
 
 REPO_ROOT = Path(__file__).resolve().parent.parent

@@ -21,6 +21,9 @@ DAY = 24 * HOUR
 
 RAW_RANGE_MS = 5 * MINUTE  # the only range raw series are read over (cost: one pass per evaluation)
 BURN_WINDOW_STEP_MS = 5 * MINUTE  # burn windows are multiples of the 5m recorded rate
+# The longest for / keep_firing_for: the generated tests simulate every minute of a wait, and an
+# alert that waits a day is a report, not an alert.
+MAX_WAIT_MS = DAY
 
 
 @dataclass(frozen=True)

@@ -90,12 +90,8 @@ TEMPLATED_RECEIVER_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 TEMPLATED_PROJECT_FIELDS: tuple[tuple[PathKey, str], ...] = (
     (("alertmanager", "smtp", "from"), _NOTIFICATION + "then every e-mail notification fails"),
-    (
-        ("runbook_base_url",),
-        "every alert's runbook_url annotation starts with it and Prometheus expands annotations as templates, "
-        "so the runbook link would be lost",
-    ),
 )
+# runbook_base_url and grafana_base_url are not listed: the project schema refuses braces in URLs.
 TEMPLATE_DELIMITERS = ("{{", "}}")
 
 

@@ -87,7 +87,7 @@ def _where(path: tuple[str | int, ...]) -> str:
     return f"in {_field(path)}" if path else "at the top level"
 
 
-def _suggest(word: str, choices: list[str]) -> str:
+def suggest(word: str, choices: list[str]) -> str:
     match = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean '{match[0]}'?" if match else ""
 
@@ -104,7 +104,7 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         unknown = sorted(set(instance) - set(allowed), key=lambda key: document.key_position((*path, key)))
         for key in unknown:  # in file order, so the hints go to the problems shown first
             where = document.key_position((*path, key))
-            hint = _suggest(key, allowed) if diagnostics.accepts(where.path) else ""  # not shown anyway
+            hint = suggest(key, allowed) if diagnostics.accepts(where.path) else ""  # not shown anyway
             diagnostics.error(where, f"unknown key '{key}' {_where(path)}{hint}")
         return
     if error.validator == "required":
@@ -123,7 +123,7 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         diagnostics.error(where, f"{name} {custom}: {json.dumps(error.instance, ensure_ascii=False)}")
     elif error.validator == "enum":
         choices = ", ".join(str(c) for c in rule)
-        hint = _suggest(str(error.instance), [str(c) for c in rule])
+        hint = suggest(str(error.instance), [str(c) for c in rule])
         diagnostics.error(where, f"{name}: '{error.instance}' is not one of: {choices}{hint}")
     elif error.validator == "const":
         diagnostics.error(where, f"{name} must be '{rule}'")
@@ -169,7 +169,7 @@ def validate_document(document: Document, diagnostics: Diagnostics) -> str | Non
         return None
     kind = data.get("kind")
     if kind not in KINDS:
-        hint = _suggest(str(kind), list(KINDS)) if isinstance(kind, str) else ""
+        hint = suggest(str(kind), list(KINDS)) if isinstance(kind, str) else ""
         where = document.position(("kind",)) if "kind" in data else document.position(())
         diagnostics.error(where, f"kind must be one of {', '.join(KINDS)}, got {json.dumps(kind)}{hint}")
         return None

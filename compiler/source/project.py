@@ -1,0 +1,261 @@
+"""The cross-spec stage: build the model from every document, with the checks that span files
+(explains links and cycles, automations, series budgets, alert-prefix collisions, rate windows
+against the evaluation interval).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from compiler import promql
+from compiler.diagnostics import Diagnostics
+from compiler.model import (
+    SLO,
+    Model,
+    Project,
+    Team,
+)
+from compiler.model.budget import estimate
+from compiler.promql import PromQLError
+from compiler.source.load import Document, PathKey
+from compiler.source.reader import SpecReader
+from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
+from compiler.source.schema import suggest, validate_document
+from compiler.source.spec import build_slo
+
+
+def _check_rate_windows(documents: list[Document], project: Project, diagnostics: Diagnostics) -> None:
+    """rate() and its kin need two samples in their window: at least twice the evaluation interval."""
+    interval = project.evaluation_interval_ms
+    for document in documents:
+        sli = document.data.get("sli")
+        kind = next((k for k in ("gauge", "state") if isinstance(sli, dict) and k in sli), None)
+        if kind is None or not isinstance(sli[kind], dict) or not isinstance(sli[kind].get("expr"), str):
+            continue
+        try:
+            calls = promql.range_calls(sli[kind]["expr"])
+        except PromQLError:
+            continue  # reported where the expression is parsed
+        for function, range_ms in calls:
+            if function in promql.TWO_SAMPLE_FUNCTIONS and range_ms < 2 * interval:
+                diagnostics.error(
+                    document.position(("sli", kind, "expr")),
+                    f"{function}() over {promql.format_duration(range_ms)} is shorter than twice the evaluation "
+                    f"interval ({promql.format_duration(interval)}): it needs two samples in its window, so it "
+                    f"reads nothing most of the time; use at least {promql.format_duration(2 * interval)} "
+                    "(4x the scrape interval is the usual advice)",
+                )
+
+
+def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | None:
+    """Validate every document and build the model; None when any problem was found."""
+    by_kind: dict[str, list[Document]] = {"SLO": [], "Owners": [], "Project": []}
+    for document in documents:
+        kind = validate_document(document, diagnostics)
+        if kind is not None:
+            by_kind[kind].append(document)
+
+    project = build_project(documents, diagnostics)
+    teams = build_teams(documents, project, diagnostics)
+    check_templated_fields(documents, diagnostics)
+    check_receiver_names(documents, teams, diagnostics)
+
+    slos: dict[str, SLO] = {}
+    seen: dict[str, str] = {}
+    for document in by_kind["SLO"]:
+        name = document.data["name"]
+        if name in seen:
+            diagnostics.error(
+                document.position(("name",)), f"duplicate spec name '{name}' (first defined at {seen[name]})"
+            )
+            continue
+        seen[name] = str(document.position(("name",)))
+        slo = _build_spec(document, teams, diagnostics)
+        if slo is not None:
+            slos[name] = slo
+    _check_links(by_kind["SLO"], slos, project, diagnostics)
+    _check_explains_scope(by_kind["SLO"], slos, diagnostics)
+    _check_explains_cycles(by_kind["SLO"], slos, diagnostics)
+    _check_rate_windows(by_kind["SLO"], project, diagnostics)
+    _check_budgets(by_kind["SLO"], slos, project, diagnostics)
+    alert_owners: dict[str, str] = {}
+    for slo in slos.values():
+        if slo.alert_name in alert_owners:
+            diagnostics.error(
+                _position_of(by_kind["SLO"], slo.name),
+                f"alert name prefix '{slo.alert_name}' is also used by spec '{alert_owners[slo.alert_name]}'",
+            )
+        alert_owners[slo.alert_name] = slo.name
+    if diagnostics:
+        return None
+    return Model(
+        project=project,
+        teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
+        slos=tuple(slos[name] for name in sorted(slos)),
+    )
+
+
+def _build_spec(document: Document, teams: dict[str, Team], diagnostics: Diagnostics) -> SLO | None:
+    """One spec's model; a check that trips over the spec is reported at it, never a crash of the run."""
+    try:
+        return build_slo(SpecReader(document, teams, diagnostics))
+    except Exception as exc:
+        diagnostics.error(
+            document.key_position(("sli",)),
+            f"cannot check this spec ({type(exc).__name__}: {exc}); please also report it as a compiler bug",
+        )
+        return None
+
+
+def _check_links(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:
+    """Cross-spec references: what a spec explains, and the automation it names."""
+    automations = {a.name for a in project.automations}
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        if slo.mitigation.automation is not None and slo.mitigation.automation not in automations:
+            hint = suggest(slo.mitigation.automation, sorted(automations))
+            known = ", ".join(sorted(automations)) or "none in the project"
+            diagnostics.error(
+                document.position(("mitigation", "automation")),
+                f"unknown automation '{slo.mitigation.automation}' ({known}){hint}",
+            )
+        for index, explains in enumerate(slo.explains):
+            key: PathKey = ("explains", index)
+            target = slos.get(explains.slo)
+            if explains.slo == slo.name:
+                diagnostics.error(document.position((*key, "slo")), "a spec cannot explain itself")
+                continue
+            if target is None:
+                hint = suggest(explains.slo, sorted(slos))
+                diagnostics.error(document.position((*key, "slo")), f"explains unknown spec '{explains.slo}'{hint}")
+                continue
+            for position, label in enumerate(explains.equal):
+                missing = [s.name for s in (slo, target) if label not in s.slice.by]
+                if missing:
+                    diagnostics.error(
+                        document.position((*key, "equal", position)),
+                        f"'{label}' is not a slice label of {' and '.join(missing)}, so alerts cannot be matched on it",
+                    )
+
+
+def _alert_severities(slo: SLO) -> set[str]:
+    """The severities of a spec's alerts: what the source matcher of its explains entries can match."""
+    found: set[str] = set()
+    if slo.objective is not None:
+        found.update(burn.severity for burn in slo.objective.burn_alerts)
+    found.update(band.severity for band in (slo.normal_range, slo.critical_range) if band is not None)
+    if slo.no_data.enabled:
+        found.add(slo.no_data.severity)
+    return found
+
+
+def _check_explains_scope(documents: list[Document], slos: dict[str, SLO], diagnostics: Diagnostics) -> None:
+    """An explains entry must be able to fire, and only for the slice it explains.
+
+    With ``equal: []`` Alertmanager inhibits regardless of labels, so one cluster's page
+    silences every cluster's alerts of the explained spec; an entry whose severity the spec
+    never alerts with is never a source, so the explained alerts are never held back.
+    """
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        severities = _alert_severities(slo)
+        for index, explains in enumerate(slo.explains):
+            key: PathKey = ("explains", index)
+            target = slos.get(explains.slo)
+            if target is None or target.name == slo.name:
+                continue  # reported by _check_links
+            if not explains.equal:
+                shared = [label for label in slo.slice.by if label in target.slice.by]
+                fix = (
+                    f"list the slice labels both share ({', '.join(shared)})"
+                    if shared
+                    else f"{slo.name} and {target.name} share no slice label, so drop the entry or slice both by one"
+                )
+                diagnostics.error(
+                    document.position((*key, "equal")),
+                    f"explains {target.name} with equal: [] would let an alert of {slo.name} in one slice (one "
+                    f"cluster) silence {target.name} in every slice; {fix}",
+                )
+            if explains.severity != "any" and explains.severity not in severities:
+                own = ", ".join(sorted(severities)) or "none"
+                diagnostics.error(
+                    document.position((*key, "severity")),
+                    f"explains {target.name} can never inhibit: only {slo.name}'s {explains.severity} alerts would "
+                    f"silence it, and it has none (its alerts are {own}); set severity: any (or {own}) on this "
+                    f"entry, or give the spec a {explains.severity} alert",
+                )
+
+
+def _explains_path(start: str, goal: str, slos: dict[str, SLO]) -> list[str] | None:
+    """The shortest chain of explains from ``start`` to ``goal`` (both included), or None."""
+    previous: dict[str, str] = {}
+    queue = [start]
+    while queue:
+        current = queue.pop(0)
+        if current == goal:
+            path = [goal]
+            while path[-1] != start:
+                path.append(previous[path[-1]])
+            return path[::-1]
+        source = slos.get(current)
+        for explains in source.explains if source is not None else ():
+            if explains.slo not in previous and explains.slo != start and explains.slo in slos:
+                previous[explains.slo] = current
+                queue.append(explains.slo)
+    return None
+
+
+def _check_explains_cycles(documents: list[Document], slos: dict[str, SLO], diagnostics: Diagnostics) -> None:
+    """Explains must not loop: Alertmanager lets each alert of a loop inhibit the next, so all stay silent."""
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        for index, explains in enumerate(slo.explains):
+            if explains.slo == slo.name or explains.slo not in slos:
+                continue  # reported by _check_links
+            back = _explains_path(explains.slo, slo.name, slos)
+            if back is None:
+                continue
+            cycle = " -> ".join([slo.name, *back])
+            diagnostics.error(
+                document.position(("explains", index, "slo")),
+                f"explains cycle {cycle}: when these fire together each inhibits the next in Alertmanager and "
+                "none of them reaches anyone; decide which one is the cause and drop the explains entry of the other",
+            )
+
+
+def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:
+    """Series each spec records on the profiled cluster: per-node slicing needs an explicit budget."""
+    profile = project.cluster_profile
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None:
+            continue
+        found = estimate(slo, profile)
+        if found.high_cardinality and slo.series_budget is None:
+            labels = ", ".join(found.high_cardinality)
+            diagnostics.error(
+                document.key_position(("slice", "by")),
+                f"slicing by {labels} records about {found.series:,} series on the {profile.name}; "
+                "aggregate to a pool or zone, or opt in with an explicit series_budget",
+            )
+        elif found.over:
+            diagnostics.error(
+                document.key_position(("series_budget",))
+                if slo.series_budget
+                else document.key_position(("slice", "by")),
+                f"records about {found.series:,} series ({found.slices:,} slices x {found.series_per_slice} recorded "
+                f"series) on the {profile.name}, over its budget of {found.budget:,}",
+            )
+
+
+def _position_of(documents: list[Document], name: str) -> Any:
+    for document in documents:
+        if document.data.get("name") == name:
+            return document.position(("name",))
+    raise KeyError(name)  # pragma: no cover

@@ -1,0 +1,229 @@
+"""The ``sli`` section: ratio, latency, state, gauge and quantile SLIs, their buckets and thresholds,
+and the checks that keep them right by construction (coverage of ``when`` thresholds, bad
+events a subset of total, no matchers on ``le``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from compiler.model import (
+    SLI,
+    GaugeSLI,
+    LatencySLI,
+    LatencyThreshold,
+    QuantileSLI,
+    RatioSLI,
+    Selector,
+    Slice,
+    StateSLI,
+    Unit,
+)
+from compiler.model.buckets import KNOWN_BUCKETS
+from compiler.promql import Matcher, matchsets
+from compiler.source.load import PathKey
+from compiler.source.reader import SpecReader
+from compiler.text.numbers import go_float
+
+_LE_PROBLEM = (
+    "must not match on 'le': the compiler selects the buckets itself, so a matcher on le leaves the SLI reading "
+    "the wrong buckets or none at all (_count and plain counters have no le label); drop it"
+)
+
+
+def read_sli(r: SpecReader, slice_: Slice) -> SLI | None:
+    # Exactly one kind is present (the schema says so); its body is read field by field below.
+    raw: Mapping[str, Any] = cast(Mapping[str, Any], r.data["sli"])
+    kind = next(iter(raw))
+    body: dict[str, Any] = raw[kind]
+    base: PathKey = ("sli", kind)
+    # An expression must keep the slice labels it provides itself, and the labels the joins match on.
+    selectors_keep = slice_.source_labels
+    if kind == "ratio":
+        if ("bad" in body) == ("good" in body):
+            r.error(base, "sli.ratio needs exactly one of 'bad' or 'good' (and 'total')", at_key=True)
+        return RatioSLI(
+            bad=r.selectors((*base, "bad"), slice_.matchers),
+            good=r.selectors((*base, "good"), slice_.matchers),
+            total=r.selectors((*base, "total"), slice_.matchers),
+        )
+    if kind == "latency":
+        buckets = read_buckets(r, base, body)
+        thresholds = read_thresholds(r, base, body, buckets)
+        matchers = r.matchers((*base, "selector"), body.get("selector"))
+        return LatencySLI(
+            histogram=body["histogram"],
+            matchers=(*matchers, *slice_.matchers),
+            thresholds=thresholds,
+            buckets=buckets,
+            errors=r.selectors((*base, "errors"), slice_.matchers),
+            total=r.selectors((*base, "total"), slice_.matchers),
+        )
+    if kind == "quantile":
+        buckets = read_buckets(r, base, body)
+        matchers = r.matchers((*base, "selector"), body.get("selector"))
+        return QuantileSLI(body["histogram"], (*matchers, *slice_.matchers), float(body["quantile"]), buckets)
+    expr = r.expression((*base, "expr"), slice_.matchers, selectors_keep)
+    if kind == "state":
+        return StateSLI(expr)
+    return GaugeSLI(expr, body.get("aggregate", "sum"))
+
+
+def read_buckets(r: SpecReader, base: PathKey, body: dict[str, Any]) -> tuple[float, ...]:
+    if "buckets" in body:
+        edges = tuple(float(edge) for edge in body["buckets"])
+        check_finite_buckets(r, (*base, "buckets"), edges)
+        if list(edges) != sorted(set(edges)):
+            r.error((*base, "buckets"), "buckets must be strictly increasing")
+        return edges
+    known = KNOWN_BUCKETS.get(body["histogram"])
+    if known is None:
+        r.error(
+            (*base, "histogram"),
+            f"unknown histogram '{body['histogram']}': declare its finite bucket edges in 'buckets' "
+            "so thresholds can be checked",
+        )
+        return ()
+    return known
+
+
+def read_thresholds(
+    r: SpecReader, base: PathKey, body: dict[str, Any], buckets: tuple[float, ...]
+) -> tuple[LatencyThreshold, ...]:
+    raw = body["threshold"]
+    entries = (
+        [((*base, "threshold"), raw, None)]
+        if not isinstance(raw, list)
+        else [((*base, "threshold", i, "le"), item["le"], item.get("when")) for i, item in enumerate(raw)]
+    )
+    result = []
+    for key, le, when in entries:
+        le = float(le)
+        if not math.isfinite(le):
+            r.error(
+                key,
+                f"latency threshold {go_float(le)} is not a finite bucket edge: no bucket is written "
+                f'le="{go_float(le)}", so every request would read as slow; give a finite edge',
+            )
+        elif buckets and le not in buckets:
+            lower = max((edge for edge in buckets if edge < le), default=None)
+            upper = min((edge for edge in buckets if edge > le), default=None)
+            near = " or ".join(go_float(edge) for edge in (lower, upper) if edge is not None)
+            r.error(
+                key,
+                f"latency threshold {go_float(le)} is not a bucket edge of {body['histogram']}"
+                + (f"; nearest edges: {near}" if near else ""),
+            )
+        when_matchers = r.matchers((*key[:-1], "when"), when) if when is not None else ()
+        result.append(LatencyThreshold(le, when_matchers))
+    return tuple(result)
+
+
+def check_sli_selects(r: SpecReader, sli: SLI | None, slice_: Slice) -> None:
+    """Selectors that cannot mean what they say: a matcher on le, uncovered thresholds, bad beyond total."""
+    if any(matcher.name == "le" for matcher in slice_.matchers):
+        r.error(("slice", "selector"), f"slice.selector {_LE_PROBLEM}")
+    if isinstance(sli, LatencySLI | QuantileSLI):
+        kind = "latency" if isinstance(sli, LatencySLI) else "quantile"
+        if any(matcher.name == "le" for matcher in sli.matchers if matcher not in slice_.matchers):
+            r.error(("sli", kind, "selector"), f"sli.{kind}.selector {_LE_PROBLEM}")
+    if isinstance(sli, LatencySLI):
+        for index, threshold in enumerate(sli.thresholds):
+            if any(matcher.name == "le" for matcher in threshold.when):
+                r.error(("sli", "latency", "threshold", index, "when"), f"a threshold's 'when' {_LE_PROBLEM}")
+        check_threshold_coverage(r, sli)
+    if isinstance(sli, RatioSLI):
+        check_subset_of_total(r, "bad", sli.bad, sli.total)
+        check_subset_of_total(r, "good", sli.good, sli.total)
+
+
+def check_threshold_coverage(r: SpecReader, sli: LatencySLI) -> None:
+    """Every histogram series under exactly one ``when``: uncovered ones read 100% slow, shared ones count twice."""
+    thresholds = sli.thresholds
+    if len(thresholds) < 2 and not (thresholds and thresholds[0].when):
+        return
+    base: PathKey = ("sli", "latency", "threshold")
+    raw = r.get(base)
+    written = [str(item.get("when") or "").strip() for item in raw] if isinstance(raw, list) else []
+    if any(text not in ("", "{}") and not t.when for text, t in zip(written, thresholds, strict=False)):
+        return  # a 'when' that did not parse is reported already
+    scope = sli.matchers
+    whens = [threshold.when for threshold in thresholds]
+    when_labels = {matcher.name for when in whens for matcher in when}
+
+    def shown(labels: dict[str, str]) -> str:
+        return matchsets.describe({k: v for k, v in labels.items() if k in when_labels}, whens)
+
+    gap = matchsets.find([scope, *whens], functools.partial(_only_in_first, scope, whens))
+    if gap is not None:
+        r.error(
+            base,
+            f"the latency thresholds leave series with {shown(gap)} uncovered: no 'when' matches them, so "
+            "every request among them would count as slow (100% bad); add a threshold for them, make the "
+            "last 'when' a catch-all with != or !~, or exclude them in sli.latency.selector",
+        )
+    for later in range(1, len(whens)):
+        for earlier in range(later):
+            pair = (scope, whens[earlier], whens[later])
+            both = matchsets.find(pair, functools.partial(_selected_by_all, pair))
+            if both is not None:
+                r.error(
+                    (*base, later, "when") if whens[later] else (*base, later),
+                    f"threshold[{later}].when overlaps threshold[{earlier}].when on series with {shown(both)}: "
+                    "their fast requests would be counted by both thresholds (good events twice); make the "
+                    "'when' matchers exclusive",
+                )
+                break
+
+
+def check_subset_of_total(
+    r: SpecReader, side: str, selectors: tuple[Selector, ...], total: tuple[Selector, ...]
+) -> None:
+    """Bad (or good) events of a metric the total also reads must be among the total's series."""
+    raw = r.get(("sli", "ratio", side))
+    listed = isinstance(raw, list) and len(raw) == len(selectors)
+    for index, events in enumerate(selectors):
+        same = [selector.matchers for selector in total if selector.metric == events.metric]
+        if events.metric is None or not same:
+            continue  # another metric (errors_total over requests_total): nothing to compare
+        outside = matchsets.find([events.matchers, *same], functools.partial(_only_in_first, events.matchers, same))
+        if outside is not None:
+            r.error(
+                ("sli", "ratio", side, index) if listed else ("sli", "ratio", side),
+                f"sli.ratio.{side} selects {events.metric} series ({matchsets.describe(outside)}) that "
+                f"sli.ratio.total does not count: {side} events must be a subset of the total (its matchers "
+                "implied by the total's), or the error ratio means nothing (it can pass 100%)",
+            )
+
+
+def check_finite_buckets(r: SpecReader, key: PathKey, edges: tuple[float, ...]) -> None:
+    if any(not math.isfinite(edge) for edge in edges):
+        r.error(key, "buckets lists the finite bucket edges only: the +Inf bucket is always there")
+
+
+def read_unit(r: SpecReader, sli: SLI | None) -> Unit:
+    explicit = r.data.get("unit")
+    if explicit is not None:
+        if isinstance(sli, RatioSLI | LatencySLI | StateSLI) and explicit != "ratio":
+            r.error(
+                ("unit",),
+                "the value of a ratio, latency or state SLI is an error ratio: unit must be 'ratio'",
+            )
+        unit: Unit = explicit
+        return unit
+    if isinstance(sli, GaugeSLI):
+        return "count"
+    if isinstance(sli, QuantileSLI):
+        return "seconds"
+    return "ratio"
+
+
+def _selected_by_all(selectors: Sequence[Sequence[Matcher]], labels: Mapping[str, str]) -> bool:
+    return all(matchsets.selects(labels, selector) for selector in selectors)
+
+
+def _only_in_first(first: Sequence[Matcher], others: Sequence[Sequence[Matcher]], labels: Mapping[str, str]) -> bool:
+    return matchsets.selects(labels, first) and not any(matchsets.selects(labels, other) for other in others)

@@ -1,0 +1,105 @@
+"""One SLO document to one ``SLO``: the sections read in order, then assembled."""
+
+from __future__ import annotations
+
+from compiler.model import SLI, SLO, Explains, Mitigation, Range, Team
+from compiler.model.naming import camel
+from compiler.source.objective import (
+    read_objective,
+)
+from compiler.source.ranges import (
+    check_critical_wider,
+    check_wait_limits,
+    read_no_data,
+    read_range,
+)
+from compiler.source.reader import SpecReader
+from compiler.source.scenarios import read_scenarios
+from compiler.source.schema import suggest
+from compiler.source.sli import (
+    check_sli_selects,
+    read_sli,
+    read_unit,
+)
+from compiler.source.slice import read_slice
+from compiler.source.spec_types import SLOMitigation
+
+
+def build_slo(r: SpecReader) -> SLO | None:
+    """The spec's model, or None when any section had a problem (each one reported)."""
+    data = r.data
+    team = _owner(r)
+    alert_name = data.get("alert_name") or camel(data["name"])
+    slice_ = read_slice(r)
+    sli = read_sli(r, slice_)
+    check_sli_selects(r, sli, slice_)
+    objective = read_objective(r, sli) if "objective" in data else None
+    normal, critical = _ranges(r, sli)
+    no_data = read_no_data(r)
+    check_wait_limits(r)
+    unit = read_unit(r, sli)
+    scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data)
+    if r.failed or team is None or sli is None:
+        return None
+    return SLO(
+        name=data["name"],
+        alert_name=alert_name,
+        family=data["family"],
+        owner=team,
+        description=data["description"].strip(),
+        k8s_versions=data.get("k8s_versions", ""),
+        unit=unit,
+        slice=slice_,
+        sli=sli,
+        objective=objective,
+        normal_range=normal,
+        critical_range=critical,
+        no_data=no_data,
+        mitigation=_mitigation(data["mitigation"]),
+        see_also=tuple(data.get("see_also", [])),
+        scenarios=scenarios,
+        mode=data.get("mode", "live"),
+        series_budget=data.get("series_budget"),
+        explains=tuple(
+            Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
+            for item in data.get("explains", [])
+        ),
+        source=r.doc.path,
+        position=r.doc.key_position(("sli",)),
+        spec_hash=r.doc.content_hash[:16],
+    )
+
+
+def _owner(r: SpecReader) -> Team | None:
+    owner_name = r.data["owner"]
+    team = r.teams.get(owner_name)
+    if team is None:
+        hint = suggest(owner_name, sorted(r.teams))
+        known = ", ".join(sorted(r.teams)) or "none registered"
+        r.error(("owner",), f"unknown owner '{owner_name}' (teams: {known}){hint}")
+    return team
+
+
+def _ranges(r: SpecReader, sli: SLI | None) -> tuple[Range | None, Range | None]:
+    """The normal and critical bands; both default their ``for`` to the spec's persistence."""
+    data = r.data
+    persistence_for = r.duration(("persistence", "for"))
+    persistence_keep = r.duration(("persistence", "keep_firing_for"))
+    normal = read_range(r, "normal_range", sli, "ticket", persistence_for, persistence_keep)
+    critical = read_range(r, "critical_range", sli, "page", persistence_for, persistence_keep)
+    check_critical_wider(r, normal, critical)
+    if not any(section in data for section in ("objective", "normal_range", "critical_range")):
+        r.error((), "spec has nothing to alert on: give it an objective, a normal_range or both")
+    if critical is not None and normal is None:
+        r.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
+    return normal, critical
+
+
+def _mitigation(raw: SLOMitigation) -> Mitigation:
+    return Mitigation(
+        summary=raw["summary"].strip(),
+        steps=tuple(step.strip() for step in raw["steps"]),
+        stop_conditions=tuple(step.strip() for step in raw["stop_conditions"]),
+        escalation=raw["escalation"].strip(),
+        automation=raw.get("automation"),
+    )
