@@ -45,7 +45,7 @@ sli:
     selector: '{{verb=~"LIST|GET",shard="{i}"}}'
     threshold:
       - {{when: '{{scope=~"resource|"}}', le: 1}}
-      - {{when: '{{scope=~"namespace|cluster"}}', le: 30}}
+      - {{when: '{{scope!~"resource|"}}', le: 30}}
     errors: 'apiserver_request_total{{code=~"5..",shard="{i}"}}'
 objective: {{target: 99%, period: 28d}}
 """,
