@@ -8,70 +8,23 @@ including an output directory ``generate`` refuses to replace; 128 + N after sig
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from compiler import __version__
-from compiler.diagnostics import Diagnostics, Position
+from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
-from compiler.model import SLO, Model
+from compiler.model import Model
+from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import plan
-from compiler.source.load import load_tree
-from compiler.source.project import build_model
 from compiler.source.schema import packaged_schemas
-from compiler.targets import TargetError, render_all
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
-
-
-def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
-    """Load, check and model every spec under ``spec_dir``."""
-    diagnostics = Diagnostics()
-    documents = load_tree(spec_dir, Path.cwd(), diagnostics)
-    if not diagnostics and not any(isinstance(doc.data, dict) and doc.data.get("kind") == "SLO" for doc in documents):
-        diagnostics.error(Position(spec_dir.as_posix(), 1, 1), "no SLO specs found (documents with kind: SLO)")
-    model = build_model(documents, diagnostics)
-    return model, diagnostics
-
-
-def _render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:
-    """Every output file; a spec that no check caught but no target can compile is reported at the spec."""
-    try:
-        return render_all(model)
-    except TargetError as exc:
-        diagnostics.extend(exc.diagnostics())
-    except Exception as exc:
-        culprit = _failing_spec(model)
-        if culprit is None:
-            raise  # not one spec's doing: a compiler bug, reported as an internal error
-        diagnostics.error(
-            culprit.position,
-            f"cannot compile this spec ({type(exc).__name__}: {exc}); no check caught the problem, "
-            "so please also report it as a compiler bug",
-        )
-    return {}
-
-
-def _failing_spec(model: Model) -> SLO | None:
-    """The first spec that fails to render on its own, unless every spec of several does (then no spec
-    is to blame). Rendering each spec alone is costly, but only after a failure."""
-    failing = []
-    for slo in model.slos:
-        try:
-            render_all(dataclasses.replace(model, slos=(slo,)))
-        except TargetError:
-            continue
-        except Exception:
-            failing.append(slo)
-    if not failing or (len(model.slos) > 1 and len(failing) == len(model.slos)):
-        return None
-    return failing[0]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -118,14 +71,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _tree_problems(spec_dir: Path) -> Diagnostics:
-    """Every problem ``generate`` would report for the tree, rendering included."""
-    model, diagnostics = compile_specs(spec_dir)
-    if model is not None and not diagnostics:
-        _render(model, diagnostics)
-    return diagnostics
-
-
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
     """Why each PATH cannot be validated: missing, or outside the spec tree its problems are reported against."""
     root = spec_dir.resolve()
@@ -151,7 +96,7 @@ def validate_paths(spec_dir: Path, paths: Sequence[Path]) -> int:
         return EXIT_USAGE
     chosen = [path.resolve() for path in paths]
     mine, elsewhere = Diagnostics(), 0
-    for item in _tree_problems(spec_dir).items:
+    for item in tree_problems(spec_dir).items:
         where = Path(item.position.path).resolve()
         if any(where.is_relative_to(path) for path in chosen):
             mine.error(item.position, item.message)
@@ -204,48 +149,93 @@ def write_schemas(out: Path) -> int:
     return EXIT_OK
 
 
-def _run(args: argparse.Namespace) -> int:
-    if args.command == "schemas":
-        return write_schemas(args.out)
+def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
+    """The model and files of ``--specs``, or the exit code after printing every problem."""
     spec_dir: Path = args.specs
-    if not spec_dir.is_dir():
-        print(f"slo-compiler: spec directory not found: {spec_dir}", file=sys.stderr)
-        return EXIT_USAGE
-    if args.command == "validate" and args.paths:
-        return validate_paths(spec_dir, args.paths)
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
     if model is not None and not diagnostics:
-        files = _render(model, diagnostics)
+        files = render(model, diagnostics)
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
         return EXIT_PROBLEMS
-    if args.command == "validate":
-        sys.stdout.write(budget_report(model))
-        print(f"slo-compiler: {len(model.slos)} spec(s) valid")
-        return EXIT_OK
-    if args.command == "explain":
-        chosen = next((slo for slo in model.slos if slo.name == args.spec), None)
-        if chosen is None:
-            names = ", ".join(slo.name for slo in model.slos)
-            print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
-            return EXIT_USAGE
-        sys.stdout.write(explain(model, plan(model).of(chosen), files))
-        return EXIT_OK
-    if args.command == "generate":
-        return _generate(files, args.out, spec_dir, len(model.slos))
+    return model, files
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    if args.paths:
+        return validate_paths(args.specs, args.paths)
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, _ = compiled
+    sys.stdout.write(budget_report(model))
+    print(f"slo-compiler: {len(model.slos)} spec(s) valid")
+    return EXIT_OK
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, files = compiled
+    chosen = next((slo for slo in model.slos if slo.name == args.spec), None)
+    if chosen is None:
+        names = ", ".join(slo.name for slo in model.slos)
+        print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
+        return EXIT_USAGE
+    sys.stdout.write(explain(model, plan(model).of(chosen), files))
+    return EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, files = compiled
+    return _generate(files, args.out, args.specs, len(model.slos))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    _, files = compiled
     problems = stale_files(files, args.out)
     if problems:
         for problem in problems:
             print(f"{args.out}: {problem}", file=sys.stderr)
         print(
-            "slo-compiler: generated output is stale; run `make generate` and commit the result",
+            "slo-compiler: generated output is stale; run `slo-compiler generate` (`make generate` here) "
+            "and commit the result",
             file=sys.stderr,
         )
         return EXIT_PROBLEMS
     print(f"slo-compiler: {args.out} is up to date ({len(files)} file(s))")
     return EXIT_OK
+
+
+def cmd_schemas(args: argparse.Namespace) -> int:
+    return write_schemas(args.out)
+
+
+# One function per command; each takes the parsed arguments and returns the exit code.
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "validate": cmd_validate,
+    "explain": cmd_explain,
+    "generate": cmd_generate,
+    "check": cmd_check,
+    "schemas": cmd_schemas,
+}
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check"})
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command in NEEDS_SPECS and not args.specs.is_dir():
+        print(f"slo-compiler: spec directory not found: {args.specs}", file=sys.stderr)
+        return EXIT_USAGE
+    return COMMANDS[args.command](args)
 
 
 def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) -> int:

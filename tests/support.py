@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from compiler.cli import compile_specs
 from compiler.model import Model
+from compiler.pipeline import compile_specs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_SPECS = REPO_ROOT / "tests" / "fixtures" / "specs"

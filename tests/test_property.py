@@ -13,7 +13,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compiler.cli import compile_specs
+from compiler.pipeline import compile_specs
 from compiler.targets import TargetError, render_all
 from compiler.write import write_tree
 

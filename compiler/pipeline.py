@@ -1,0 +1,69 @@
+"""The stages wired together: spec directory in, model and files (or every problem) out.
+
+``cli`` calls these for every command; the tests and the benchmark call them directly. The
+order is the package tree's: ``source`` (load, check, build the model), ``plan`` and the
+``targets`` (inside ``render_all``); ``write`` is left to the command that writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from compiler.diagnostics import Diagnostics, Position
+from compiler.model import SLO, Model
+from compiler.source.load import load_tree
+from compiler.source.project import build_model
+from compiler.targets import TargetError, render_all
+
+
+def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
+    """Load, check and model every spec under ``spec_dir``."""
+    diagnostics = Diagnostics()
+    documents = load_tree(spec_dir, Path.cwd(), diagnostics)
+    if not diagnostics and not any(isinstance(doc.data, dict) and doc.data.get("kind") == "SLO" for doc in documents):
+        diagnostics.error(Position(spec_dir.as_posix(), 1, 1), "no SLO specs found (documents with kind: SLO)")
+    model = build_model(documents, diagnostics)
+    return model, diagnostics
+
+
+def render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:
+    """Every output file; a spec that no check caught but no target can compile is reported at the spec."""
+    try:
+        return render_all(model)
+    except TargetError as exc:
+        diagnostics.extend(exc.diagnostics())
+    except Exception as exc:
+        culprit = failing_spec(model)
+        if culprit is None:
+            raise  # not one spec's doing: a compiler bug, reported as an internal error
+        diagnostics.error(
+            culprit.position,
+            f"cannot compile this spec ({type(exc).__name__}: {exc}); no check caught the problem, "
+            "so please also report it as a compiler bug",
+        )
+    return {}
+
+
+def failing_spec(model: Model) -> SLO | None:
+    """The first spec that fails to render on its own, unless every spec of several does (then no spec
+    is to blame). Rendering each spec alone is costly, but only after a failure."""
+    failing = []
+    for slo in model.slos:
+        try:
+            render_all(dataclasses.replace(model, slos=(slo,)))
+        except TargetError:
+            continue
+        except Exception:
+            failing.append(slo)
+    if not failing or (len(model.slos) > 1 and len(failing) == len(model.slos)):
+        return None
+    return failing[0]
+
+
+def tree_problems(spec_dir: Path) -> Diagnostics:
+    """Every problem ``generate`` would report for the tree, rendering included."""
+    model, diagnostics = compile_specs(spec_dir)
+    if model is not None and not diagnostics:
+        render(model, diagnostics)
+    return diagnostics
