@@ -71,7 +71,7 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     add("")
     add("alerts:")
     for rule, expr in zip(spec.alerts, alert_exprs, strict=True):
-        details = [rule.severity, f"for {format_duration(rule.for_ms)}"]
+        details = [rule.severity_text, f"for {format_duration(rule.for_ms)}"]
         if rule.burn is not None and slo.objective is not None:
             threshold = slo.objective.threshold(rule.burn)
             details.insert(

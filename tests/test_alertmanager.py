@@ -30,6 +30,7 @@ from tests.support import compile_tree
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SPEC_DIRS = {"fixtures": REPO_ROOT / "tests" / "fixtures" / "specs", "library": REPO_ROOT / "slo_specs"}
 TEMPLATE_SOURCE = REPO_ROOT / "compiler" / "templates" / "slo-compiler.tmpl"
+OURS = 'slo_compiler="true"'  # the first matcher of every route and inhibit rule
 
 
 def write(files: dict[str, bytes], out: Path) -> Path:
@@ -156,7 +157,11 @@ def test_fragment_merged_into_a_minimal_root_is_valid_and_routes_the_same(genera
     path.write_text(yaml.safe_dump(merged), encoding="utf-8")
     result = amtool("check-config", path)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert failing_cases(path, generated.load(alertmanager.ROUTING_TESTS_PATH)) == []
+    cases = [  # what falls through reaches the existing root's receiver instead of ours
+        {**case, "receivers": [r if r != alertmanager.UNROUTED else "existing-default" for r in case["receivers"]]}
+        for case in generated.load(alertmanager.ROUTING_TESTS_PATH)
+    ]
+    assert failing_cases(path, cases) == []
 
 
 def test_route_tree_shape(generated: Generated) -> None:
@@ -166,8 +171,8 @@ def test_route_tree_shape(generated: Generated) -> None:
     automations = [a.name for a in model.project.automations]
     children = route["routes"]
     assert [c["matchers"] for c in children] == [
-        *([f'automation="{name}"'] for name in automations),
-        *([f'team="{team.name}"'] for team in model.teams),
+        *([OURS, f'automation="{name}"'] for name in automations),
+        *([OURS, f'team="{team.name}"'] for team in model.teams),
     ]
     for child in children[: len(automations)]:
         assert child["continue"] is True
@@ -186,9 +191,8 @@ def test_route_tree_shape(generated: Generated) -> None:
 
 
 def test_team_timing_overrides_the_project(fixtures: Generated) -> None:
-    team_b = next(
-        c for c in fixtures.load(alertmanager.CONFIG_PATH)["route"]["routes"] if c["matchers"] == ['team="team-b"']
-    )
+    routes = fixtures.load(alertmanager.CONFIG_PATH)["route"]["routes"]
+    team_b = next(c for c in routes if c["matchers"] == [OURS, 'team="team-b"'])
     page = next(g for g in team_b["routes"] if g["matchers"] == ['severity="page"'])
     ticket = next(g for g in team_b["routes"] if g["matchers"] == ['severity="ticket"'])
     assert (page["group_wait"], page["group_interval"], page["repeat_interval"]) == ("10s", "5m", "1h")
@@ -270,18 +274,18 @@ def test_global_smtp_settings_and_email_receivers(generated: Generated) -> None:
 def test_inhibit_rules(fixtures: Generated) -> None:
     rules = fixtures.load(alertmanager.CONFIG_PATH)["inhibit_rules"]
     assert {
-        "source_matchers": ['slo="fixture-ratio-bad"', 'severity="page"'],
-        "target_matchers": ['slo="fixture-ratio-bad"', 'severity="ticket"'],
+        "source_matchers": [OURS, 'slo="fixture-ratio-bad"', 'severity="page"'],
+        "target_matchers": [OURS, 'slo="fixture-ratio-bad"', 'severity="ticket"'],
         "equal": ["cluster"],
     } in rules
     assert {
-        "source_matchers": ['slo="fixture-scheduling"', 'severity="page"'],
-        "target_matchers": ['slo="fixture-scheduling"', 'severity="ticket"'],
+        "source_matchers": [OURS, 'slo="fixture-scheduling"', 'severity="page"'],
+        "target_matchers": [OURS, 'slo="fixture-scheduling"', 'severity="ticket"'],
         "equal": ["slo"],
     } in rules
     assert {
-        "source_matchers": ['slo="fixture-ratio-bad"', 'severity="page"', 'shadow!="true"'],
-        "target_matchers": ['slo="fixture-ratio-good"'],
+        "source_matchers": [OURS, 'slo="fixture-ratio-bad"', 'severity="page"', 'shadow!="true"'],
+        "target_matchers": [OURS, 'slo="fixture-ratio-good"'],
         "equal": ["cluster"],
     } in rules
     specs = [s for s in fixtures.model.slos if s.objective or s.normal_range or s.critical_range]
@@ -298,11 +302,18 @@ def test_matcher_values_are_quoted_safely() -> None:
 def test_routing_cases_cover_every_alert_and_never_expect_unrouted(generated: Generated) -> None:
     cases = generated.load(alertmanager.ROUTING_TESTS_PATH)
     rules = [(slo, rule) for slo in generated.model.slos for rule in alert_rules(generated.model, plan_spec(slo))]
-    assert len(cases) == len(rules) > 0
-    for case, (slo, rule) in zip(cases, rules, strict=True):
+    ours, foreign = cases[: len(rules)], cases[len(rules) :]
+    assert len(rules) > 0
+    for case, (slo, rule) in zip(ours, rules, strict=True):
         assert case["labels"] == {"alertname": rule.name, **rule.labels, **{label: "x" for label in slo.slice.by}}
+        assert case["labels"]["slo_compiler"] == "true"
         assert case["receivers"] and "unrouted" not in case["receivers"]
         assert case["receivers"][-1].startswith(f"{slo.owner.name}-")
+    # Then one foreign alert per team: the team and the page severity, but not ours, so it falls through.
+    assert foreign == [
+        {"labels": {"alertname": "CoreDNSDown", "severity": "page", "team": team.name}, "receivers": ["unrouted"]}
+        for team in generated.model.teams
+    ]
 
 
 def test_every_routing_case_resolves_with_amtool(generated: Generated) -> None:
@@ -346,7 +357,10 @@ def test_unknown_team_and_unexpected_severity(fixtures: Generated) -> None:
     assert resolved(config, {"alertname": "Other", "team": "nobody", "severity": "page"}) == "unrouted"
     assert routes_to(config, {"alertname": "Other", "team": "nobody", "severity": "page"}, ["unrouted"])
     # A severity no route names still reaches the owner's ticket receiver, never the root.
-    assert resolved(config, {"alertname": "Odd", "team": "team-a", "severity": "critical"}) == "team-a-ticket"
+    ours = {"alertname": "Odd", "team": "team-a", "severity": "critical", "slo_compiler": "true"}
+    assert resolved(config, ours) == "team-a-ticket"
+    # The same alert without our label is not ours: it falls through, whatever its team and severity.
+    assert resolved(config, {"alertname": "Odd", "team": "team-a", "severity": "page"}) == "unrouted"
 
 
 # -- secrets ----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 RULES = REPO_ROOT / "tests" / "golden" / "prometheus" / "rules"
 
 DNS = "fixture-ratio-bad"
-DNS_LABELS = {"slo": DNS, "team": "team-b", "family": "node-network-errors"}
+DNS_LABELS = {"slo": DNS, "team": "team-b", "family": "node-network-errors", "slo_compiler": "true"}
 
 
 def promtool_test(tmp_path: Path, specs: list[str], tests: list[dict[str, Any]]) -> None:
@@ -242,7 +242,13 @@ def test_state_sli_counts_unit_time_per_joined_slice(tmp_path: Path) -> None:
                 }
             )
     # fixture-state is in shadow mode: its alerts carry shadow="true" so Alertmanager keeps them off pagers.
-    labels = {"slo": "fixture-state", "team": "team-b", "family": "node-network-errors", "shadow": "true"}
+    labels = {
+        "slo": "fixture-state",
+        "team": "team-b",
+        "family": "node-network-errors",
+        "slo_compiler": "true",
+        "shadow": "true",
+    }
     promtool_test(
         tmp_path,
         ["fixture-state"],
@@ -380,6 +386,7 @@ def test_gauge_ranges_are_two_sided_static_and_relative_with_a_floor(tmp_path: P
         "slo": "fixture-gauge",
         "team": "team-a",
         "family": "watch-list-volume",
+        "slo_compiler": "true",
         "severity": "ticket",
         "cluster": "c1",
     }
@@ -433,6 +440,7 @@ def test_quantile_ranges_see_the_top_bucket_edge(tmp_path: Path) -> None:
         "slo": "fixture-quantile",
         "team": "team-a",
         "family": "scheduling-api-latency",
+        "slo_compiler": "true",
         "cluster": "c1",
         "automation": "remediator",  # its mitigation runs through the project's automation webhook
     }

@@ -7,13 +7,18 @@ arithmetic on windows is exact; ratios are floats already converted from percent
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from compiler.diagnostics import Position
 from compiler.promql import Matcher
 from compiler.text.numbers import clean_number
 
 Severity = Literal["page", "ticket", "info"]
+SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
+# The alerts of one spec, by kind (and band side and level): the keys of a spec's alert_names.
+AlertKey = Literal["burn", "above_normal", "below_normal", "above_critical", "below_critical", "no_data"]
+ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
+Labels = tuple[tuple[str, str], ...]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
 
 @dataclass(frozen=True)
@@ -272,6 +277,9 @@ class SLO:
     source: str
     position: Position  # where the spec's SLI is written, for problems found by targets
     spec_hash: str
+    labels: Labels = ()  # extra alert labels of this spec (the project's come first in the plan)
+    annotations: Labels = ()  # extra alert annotations of this spec, literal text
+    alert_names: tuple[tuple[AlertKey, str], ...] = ()  # full alert names that replace prefix + suffix
 
     @property
     def counts_events(self) -> bool:
@@ -359,6 +367,19 @@ class Project:
     rule_profiles: RuleProfiles = RuleProfiles()
     cluster_profile: ClusterProfile = ClusterProfile()
     families: tuple[Family, ...] = DEFAULT_FAMILIES
+    # The value of the ``severity`` label per severity (kube-prometheus: page -> critical).
+    severity_labels: tuple[tuple[Severity, str], ...] = tuple((severity, severity) for severity in SEVERITIES)
+    alert_labels: Labels = ()  # extra labels on every alert
+    alert_annotations: Labels = ()  # extra annotations on every alert, literal text
+
+    def severity_label(self, severity: Severity) -> str:
+        """The ``severity`` label value alerts of this severity carry, and routes match."""
+        return dict(self.severity_labels)[severity]
+
+    def severity_text(self, severity: Severity) -> str:
+        """A severity as runbooks and dashboards show it: the emitted value, and the channel when it differs."""
+        value = self.severity_label(severity)
+        return value if value == severity else f"{value} ({severity})"
 
     def family_title(self, name: str) -> str:
         """The display title of a family (its name when the project gives none)."""

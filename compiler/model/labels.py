@@ -18,6 +18,12 @@ TEAM = "team"
 FAMILY = "family"
 # On every alert: the routing key per severity.
 SEVERITY = "severity"
+# On every alert: marks it as ours, so our routes and inhibit rules match only our alerts
+# even when merged into a config whose own alerts also carry team and severity (a
+# kube-prometheus CoreDNSDown{team="platform-network", severity="critical"} must not reach
+# our receivers). A label of its own, not ``slo``: other generators (Pyrra) write ``slo`` too.
+SLO_COMPILER = "slo_compiler"
+SLO_COMPILER_VALUE = "true"
 # On alerts of a shadow spec ("true"), and of a live spec with an automated mitigation.
 SHADOW = "shadow"
 AUTOMATION = "automation"
@@ -41,8 +47,10 @@ INTERNAL_PREFIX = "__"  # Prometheus reserves every label name starting with two
 
 RECORDED_LABELS = frozenset({SLO})
 INFO_LABELS = frozenset({SLO, TEAM, FAMILY, SPEC_HASH, OBJECTIVE, PERIOD})
-ALERT_LABELS = frozenset({SEVERITY, TEAM, SLO, FAMILY, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR})
-ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SHADOW, AUTOMATION})
+ALERT_LABELS = frozenset(
+    {SEVERITY, TEAM, SLO, FAMILY, SLO_COMPILER, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR}
+)
+ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SLO_COMPILER, SHADOW, AUTOMATION})
 PROMETHEUS_LABELS = frozenset({METRIC_NAME, ALERTNAME, ALERTSTATE, BUCKET_BOUND})
 
 _WHY: tuple[tuple[frozenset[str], str], ...] = (
@@ -61,3 +69,14 @@ def reserved_because(name: str) -> str | None:
     if name.startswith(INTERNAL_PREFIX):
         reasons.append("Prometheus reserves names starting with '__' for internal use")
     return "; ".join(reasons) or None
+
+
+# The annotations the compiler writes on every alert (``mitigation_steps`` on automated ones):
+# a team's extra annotations may add others but never replace these, which the notification
+# templates, the runbook links and the automation webhooks read.
+SUMMARY = "summary"
+DESCRIPTION = "description"
+RUNBOOK_URL = "runbook_url"
+MITIGATION = "mitigation"
+MITIGATION_STEPS = "mitigation_steps"
+COMPILER_ANNOTATIONS = frozenset({SUMMARY, DESCRIPTION, RUNBOOK_URL, MITIGATION, MITIGATION_STEPS})

@@ -1,14 +1,17 @@
 """Alert names: how a spec's alert prefix and sections become the names of its alerts.
 
 The plan (``compiler.plan``) names every alert with these functions, and the checker uses
-the same ones to check scenario expectations and collisions, so a name is spelt once.
+the same ones to check scenario expectations and collisions, so a name is spelt once. A
+spec's ``alert_names`` replace the prefix-plus-suffix name of a kind of alert with a full
+name (a migrated alert keeps the name its silences and routes already use).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
-from compiler.model import Range
+from compiler.model import SLO, AlertKey, Range
 
 Side = Literal["Above", "Below"]
 Level = Literal["Normal", "Critical"]
@@ -42,17 +45,76 @@ def no_data_alert_name(prefix: str) -> str:
     return f"{prefix}NoData"
 
 
-def alert_names_for(
-    prefix: str, has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool
-) -> list[str]:
-    """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
-    names: list[str] = []
-    if has_objective:
-        names.append(burn_alert_name(prefix))
+_RANGE_KEYS: dict[tuple[Side, Level], AlertKey] = {
+    ("Above", "Normal"): "above_normal",
+    ("Below", "Normal"): "below_normal",
+    ("Above", "Critical"): "above_critical",
+    ("Below", "Critical"): "below_critical",
+}
+
+
+def range_key(side: Side, level: Level) -> AlertKey:
+    """The ``alert_names`` key of one side of a band: ``above_normal``, ``below_critical``, ..."""
+    return _RANGE_KEYS[(side, level)]
+
+
+def default_alert_name(prefix: str, key: AlertKey) -> str:
+    """The prefix-plus-suffix name of a kind of alert, used unless the spec's alert_names replace it."""
+    if key == "burn":
+        return burn_alert_name(prefix)
+    if key == "no_data":
+        return no_data_alert_name(prefix)
+    side, level = next(pair for pair, found in _RANGE_KEYS.items() if found == key)
+    return range_alert_name(prefix, side, level)
+
+
+def alert_keys_for(has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool) -> list[AlertKey]:
+    """The kinds of alert a spec produces, in rule order."""
+    keys: list[AlertKey] = ["burn"] if has_objective else []
     levels: tuple[tuple[Level, Range | None], ...] = (("Normal", normal), ("Critical", critical))
     for level, band in levels:
         if band is not None:
-            names.extend(range_alert_name(prefix, side, level) for side in band_sides(band))
+            keys.extend(range_key(side, level) for side in band_sides(band))
     if no_data:
-        names.append(no_data_alert_name(prefix))
-    return names
+        keys.append("no_data")
+    return keys
+
+
+def alert_name_table(
+    prefix: str,
+    has_objective: bool,
+    normal: Range | None,
+    critical: Range | None,
+    no_data: bool,
+    overrides: Mapping[AlertKey, str] | None = None,
+) -> dict[AlertKey, str]:
+    """Each kind of alert a spec produces and its name, in rule order: the override, or prefix plus suffix."""
+    given = overrides or {}
+    return {
+        key: given.get(key) or default_alert_name(prefix, key)
+        for key in alert_keys_for(has_objective, normal, critical, no_data)
+    }
+
+
+def alert_names_for(
+    prefix: str,
+    has_objective: bool,
+    normal: Range | None,
+    critical: Range | None,
+    no_data: bool,
+    overrides: Mapping[AlertKey, str] | None = None,
+) -> list[str]:
+    """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
+    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides).values())
+
+
+def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
+    """The name of each kind of alert of a built spec, as the plan names them."""
+    return alert_name_table(
+        slo.alert_name,
+        slo.objective is not None,
+        slo.normal_range,
+        slo.critical_range,
+        slo.no_data.enabled,
+        dict(slo.alert_names),
+    )

@@ -14,21 +14,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from compiler.model import SLO, BurnAlert, Model, Range, Severity, series
+from compiler.model import SEVERITIES, SLO, BurnAlert, Labels, Model, Project, Range, Severity, series
 from compiler.model import labels as lbl
 from compiler.model.naming import (
     Level,
     Side,
     band_sides,
-    burn_alert_name,
-    no_data_alert_name,
-    range_alert_name,
+    range_key,
+    spec_alert_names,
 )
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
 AlertKind = Literal["burn", "range", "no_data"]
-
 
 
 @dataclass(frozen=True)
@@ -45,10 +43,22 @@ class AlertSpec:
     band: Range | None = None
     level: Level | None = None  # Normal | Critical, for range alerts
     side: Side | None = None  # Above | Below, for range alerts
+    annotations: Labels = ()  # the team's extra annotations (project, then spec), literal text
 
     @property
     def label_map(self) -> dict[str, str]:
         return dict(self.labels)
+
+    @property
+    def severity_label(self) -> str:
+        """The emitted ``severity`` value (``severity`` itself is the channel routes decide on)."""
+        return self.label_map[lbl.SEVERITY]
+
+    @property
+    def severity_text(self) -> str:
+        """The severity as runbooks show it: the emitted value, and the channel when it differs."""
+        value = self.severity_label
+        return value if value == self.severity else f"{value} ({self.severity})"
 
 
 @dataclass(frozen=True)
@@ -86,29 +96,55 @@ class Plan:
         raise KeyError(name)
 
 
-Labels = tuple[tuple[str, str], ...]
+@dataclass(frozen=True)
+class Conventions:
+    """A team's conventions from ``project.yaml``: the emitted severity values, extra labels and annotations."""
+
+    severity_labels: tuple[tuple[Severity, str], ...] = tuple((severity, severity) for severity in SEVERITIES)
+    labels: Labels = ()
+    annotations: Labels = ()
+
+    @classmethod
+    def of(cls, project: Project) -> Conventions:
+        return cls(project.severity_labels, project.alert_labels, project.alert_annotations)
+
+    def severity_label(self, severity: Severity) -> str:
+        return dict(self.severity_labels)[severity]
 
 
-def routing_labels(slo: SLO, severity: Severity, extra: Labels = ()) -> Labels:
-    """The labels Alertmanager routes on. A shadow spec is marked so routes keep it off paging
-    receivers; a live spec with an automated mitigation names its automation webhook."""
+def merged(first: Labels, second: Labels) -> Labels:
+    """``first`` then ``second``, a key of ``second`` replacing the same key of ``first`` in place."""
+    return tuple({**dict(first), **dict(second)}.items())
+
+
+def routing_labels(
+    slo: SLO, severity: Severity, extra: Labels = (), conventions: Conventions = Conventions()
+) -> Labels:
+    """The labels Alertmanager routes on, then the team's extra labels (the spec's win over the project's).
+
+    Every alert is marked ``slo_compiler="true"`` so our routes take only our alerts. A shadow
+    spec is marked so routes keep it off paging receivers; a live spec with an automated
+    mitigation names its automation webhook.
+    """
     labels: list[tuple[str, str]] = [
-        (lbl.SEVERITY, severity),
+        (lbl.SEVERITY, conventions.severity_label(severity)),
         (lbl.TEAM, slo.owner.name),
         (lbl.SLO, slo.name),
         (lbl.FAMILY, slo.family),
+        (lbl.SLO_COMPILER, lbl.SLO_COMPILER_VALUE),
         *extra,
     ]
     if slo.mode == "shadow":
         labels.append((lbl.SHADOW, "true"))
     elif slo.mitigation.automation:
         labels.append((lbl.AUTOMATION, slo.mitigation.automation))
-    return tuple(labels)
+    return (*labels, *merged(conventions.labels, slo.labels))
 
 
-def _burn_alerts(slo: SLO) -> list[AlertSpec]:
+def _burn_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
     if slo.objective is None:
         return []
+    name = spec_alert_names(slo)["burn"]
     alerts = []
     for burn in slo.objective.burn_alerts:
         window_labels = (
@@ -118,63 +154,68 @@ def _burn_alerts(slo: SLO) -> list[AlertSpec]:
         )
         alerts.append(
             AlertSpec(
-                name=burn_alert_name(slo.alert_name),
+                name=name,
                 kind="burn",
                 severity=burn.severity,
                 for_ms=burn.for_ms,
                 keep_firing_for_ms=burn.keep_firing_for_ms,
-                labels=routing_labels(slo, burn.severity, window_labels),
+                labels=routing_labels(slo, burn.severity, window_labels, conventions),
                 burn=burn,
+                annotations=merged(conventions.annotations, slo.annotations),
             )
         )
     return alerts
 
 
-def _range_alerts(slo: SLO, band: Range | None, level: Level) -> list[AlertSpec]:
+def _range_alerts(slo: SLO, band: Range | None, level: Level, conventions: Conventions) -> list[AlertSpec]:
     if band is None:
         return []
+    names = spec_alert_names(slo)
     return [
         AlertSpec(
-            name=range_alert_name(slo.alert_name, side, level),
+            name=names[range_key(side, level)],
             kind="range",
             severity=band.severity,
             for_ms=band.for_ms,
             keep_firing_for_ms=band.keep_firing_for_ms,
-            labels=routing_labels(slo, band.severity),
+            labels=routing_labels(slo, band.severity, conventions=conventions),
             band=band,
             level=level,
             side=side,
+            annotations=merged(conventions.annotations, slo.annotations),
         )
         for side in band_sides(band)
     ]
 
 
-def _no_data_alerts(slo: SLO) -> list[AlertSpec]:
+def _no_data_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
     if not slo.no_data.enabled:
         return []
     return [
         AlertSpec(
-            name=no_data_alert_name(slo.alert_name),
+            name=spec_alert_names(slo)["no_data"],
             kind="no_data",
             severity=slo.no_data.severity,
             for_ms=slo.no_data.for_ms,
             keep_firing_for_ms=0,
-            labels=routing_labels(slo, slo.no_data.severity),
+            labels=routing_labels(slo, slo.no_data.severity, conventions=conventions),
+            annotations=merged(conventions.annotations, slo.annotations),
         )
     ]
 
 
-def plan_spec(slo: SLO) -> SpecPlan:
+def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
     """One spec's alerts in rule order: burn pairs, normal range, critical range, no data."""
     alerts = [
-        *_burn_alerts(slo),
-        *_range_alerts(slo, slo.normal_range, "Normal"),
-        *_range_alerts(slo, slo.critical_range, "Critical"),
-        *_no_data_alerts(slo),
+        *_burn_alerts(slo, conventions),
+        *_range_alerts(slo, slo.normal_range, "Normal", conventions),
+        *_range_alerts(slo, slo.critical_range, "Critical", conventions),
+        *_no_data_alerts(slo, conventions),
     ]
     return SpecPlan(slo=slo, alerts=tuple(alerts), recorded=tuple(series.recorded_names(slo)))
 
 
 def plan(model: Model) -> Plan:
-    """The plan of every spec of the model."""
-    return Plan(model=model, specs=tuple(plan_spec(slo) for slo in model.slos))
+    """The plan of every spec of the model, under the project's conventions."""
+    conventions = Conventions.of(model.project)
+    return Plan(model=model, specs=tuple(plan_spec(slo, conventions) for slo in model.slos))

@@ -1,6 +1,6 @@
 """The cross-spec stage: build the model from every document, with the checks that span files
-(explains links and cycles, automations, series budgets, alert-prefix collisions, rate windows
-against the evaluation interval).
+(explains links and cycles, automations, series budgets, alert-prefix and alert-name collisions,
+families and project-wide labels, rate windows against the evaluation interval).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from compiler.model import (
 )
 from compiler.model.budget import estimate
 from compiler.promql import PromQLError
+from compiler.source.conventions import check_alert_name_collisions, check_families, check_project_labels
 from compiler.source.load import Document, PathKey
 from compiler.source.reader import SpecReader
 from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
@@ -78,6 +79,9 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
     _check_explains_cycles(by_kind["SLO"], slos, diagnostics)
     _check_rate_windows(by_kind["SLO"], project, diagnostics)
     _check_budgets(by_kind["SLO"], slos, project, diagnostics)
+    check_families(by_kind["SLO"], project, diagnostics)
+    check_project_labels(by_kind["SLO"], slos, project, diagnostics)
+    check_alert_name_collisions(by_kind["SLO"], slos, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():
         if slo.alert_name in alert_owners:

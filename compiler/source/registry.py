@@ -26,6 +26,7 @@ from compiler.model import (
 )
 from compiler.model.links import CHANNELS as RECEIVER_CHANNELS
 from compiler.model.links import automation_receiver, team_receiver
+from compiler.source.conventions import read_project_conventions
 from compiler.source.load import Document, PathKey
 
 MINUTE = 60_000
@@ -236,6 +237,7 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
             auth_password_file=smtp_raw.get("auth_password_file"),
             require_tls=bool(smtp_raw.get("require_tls", True)),
         )
+    conventions = read_project_conventions(document, diagnostics)
     return Project(
         runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
         evaluation_interval_ms=interval,
@@ -246,6 +248,10 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         automations=_automations(document, diagnostics),
         rule_profiles=_rule_profiles(_mapping(data.get("rule_profiles"))),
         cluster_profile=_cluster_profile(_mapping(data.get("cluster_profile"))),
+        families=conventions.families,
+        severity_labels=conventions.severity_labels,
+        alert_labels=conventions.alert_labels,
+        alert_annotations=conventions.alert_annotations,
     )
 
 

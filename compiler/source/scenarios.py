@@ -8,6 +8,7 @@ from typing import Literal
 from compiler import promql
 from compiler.model import (
     SLI,
+    AlertKey,
     Expectation,
     LatencySLI,
     NoData,
@@ -19,7 +20,7 @@ from compiler.model import (
     Slice,
     StateSLI,
 )
-from compiler.model.naming import alert_names_for
+from compiler.model.naming import alert_name_table, default_alert_name
 from compiler.model.windows import DAY, MINUTE
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader
@@ -45,6 +46,7 @@ class _Context:
     slice: Slice
     alert_name: str
     alerts: frozenset[str]
+    by_default_name: dict[str, str]  # prefix + suffix -> the alert's name (its full name when overridden)
     normal: Range | None
     critical: Range | None
 
@@ -62,10 +64,12 @@ def read_scenarios(
     critical: Range | None,
     objective: Objective | None,
     no_data: NoData,
+    alert_names: tuple[tuple[AlertKey, str], ...] = (),
 ) -> tuple[Scenario, ...]:
     """Declared scenarios: check their shapes fit the SLI and their alerts exist."""
-    alerts = frozenset(alert_names_for(alert_name, objective is not None, normal, critical, no_data.enabled))
-    context = _Context(sli, slice_, alert_name, alerts, normal, critical)
+    table = alert_name_table(alert_name, objective is not None, normal, critical, no_data.enabled, dict(alert_names))
+    by_default = {default_alert_name(alert_name, key): name for key, name in table.items()}
+    context = _Context(sli, slice_, alert_name, frozenset(table.values()), by_default, normal, critical)
     result = []
     seen: set[str] = set()
     for index, item in enumerate(r.data.get("scenarios", [])):
@@ -172,8 +176,15 @@ def read_expectations(
 
 
 def _alert(r: SpecReader, key: PathKey, given_name: str, context: _Context) -> str:
-    """The full alert name an expectation is about: as written, or the spec's prefix plus it."""
-    name = given_name if given_name in context.alerts else context.alert_name + given_name
+    """The full alert name an expectation is about: as written, or the spec's prefix plus it.
+
+    A kind whose name ``alert_names`` replaces is still found by its suffix
+    (``AboveNormalRange``) or its default name, so scenarios survive a rename.
+    """
+    name = given_name
+    if given_name not in context.alerts:
+        default = given_name if given_name in context.by_default_name else context.alert_name + given_name
+        name = context.by_default_name.get(default, default)
     if name not in context.alerts:
         hint = suggest(name, sorted(context.alerts))
         r.error(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.model import SLI, SLO, Explains, Mitigation, Range, Team
 from compiler.model.naming import camel
+from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
 from compiler.source.objective import (
     read_objective,
 )
@@ -38,7 +39,10 @@ def build_slo(r: SpecReader) -> SLO | None:
     no_data = read_no_data(r)
     check_wait_limits(r)
     unit = read_unit(r, sli)
-    scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data)
+    alert_names = read_alert_names(r, alert_name, objective, normal, critical, no_data)
+    labels = read_spec_labels(r, slice_.by)
+    annotations = read_spec_annotations(r)
+    scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data, alert_names)
     if r.failed or team is None or sli is None:
         return None
     return SLO(
@@ -67,6 +71,9 @@ def build_slo(r: SpecReader) -> SLO | None:
         source=r.doc.path,
         position=r.doc.key_position(("sli",)),
         spec_hash=r.doc.content_hash[:16],
+        labels=labels,
+        annotations=annotations,
+        alert_names=alert_names,
     )
 
 

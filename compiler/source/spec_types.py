@@ -8,6 +8,19 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
 
+class SLOSpecAlertNames(TypedDict, total=False):
+    """Full alert names per alert kind, for a migrated alert whose name silences and routes already use; a
+    kind not listed keeps alert_name plus its suffix (ErrorBudgetBurn, AboveNormalRange,
+    BelowNormalRange, AboveCriticalRange, BelowCriticalRange, NoData).
+    """
+    burn: NotRequired[str]
+    above_normal: NotRequired[str]
+    below_normal: NotRequired[str]
+    above_critical: NotRequired[str]
+    below_critical: NotRequired[str]
+    no_data: NotRequired[str]
+
+
 class SLOJoin(TypedDict, total=False):
     """Attach slice labels from an info metric (e.g. node pool from kube_node_labels) before aggregating."""
     metric: Required[str]
@@ -191,7 +204,8 @@ class SLOSpec(TypedDict, total=False):
     kind: Required[Literal['SLO']]
     name: Required[str]
     alert_name: NotRequired[str]
-    family: Required[Literal['scheduling-api-latency', 'watch-list-volume', 'node-network-errors']]
+    alert_names: NotRequired[SLOSpecAlertNames]
+    family: Required[str]
     owner: Required[str]
     description: Required[str]
     k8s_versions: NotRequired[str]
@@ -209,6 +223,8 @@ class SLOSpec(TypedDict, total=False):
     mode: NotRequired[Literal['live', 'shadow']]
     explains: NotRequired[list[SLOSpecExplainsItem]]
     series_budget: NotRequired[int]
+    labels: NotRequired[dict[str, str]]
+    annotations: NotRequired[dict[str, str]]
 
 
 class ProjectTiming(TypedDict, total=False):
@@ -242,6 +258,30 @@ class ProjectSpecAlertmanager(TypedDict, total=False):
     timing: NotRequired[ProjectSpecAlertmanagerTiming]
     resolve_timeout: NotRequired[str]
     smtp: NotRequired[ProjectSpecAlertmanagerSmtp]
+
+
+class ProjectSpecAlertsSeverity(TypedDict, total=False):
+    """The value of the severity label for each severity of the spec language (default: the same word),
+    e.g. page: critical, ticket: warning for kube-prometheus conventions. Routes and inhibitions match
+    these values; each must be distinct.
+    """
+    page: NotRequired[str]
+    ticket: NotRequired[str]
+    info: NotRequired[str]
+
+
+class ProjectSpecAlerts(TypedDict, total=False):
+    """Conventions every alert follows, so the output fits the team's existing Alertmanager, silences and
+    dashboards.
+    """
+    severity: NotRequired[ProjectSpecAlertsSeverity]
+    labels: NotRequired[dict[str, str]]
+    annotations: NotRequired[dict[str, str]]
+
+
+class ProjectSpecFamiliesItem(TypedDict, total=False):
+    name: Required[str]
+    title: Required[str]
 
 
 class ProjectSpecAutomationsItem(TypedDict, total=False):
@@ -304,6 +344,8 @@ class ProjectSpec(TypedDict, total=False):
     evaluation_interval: NotRequired[str]
     grafana_base_url: NotRequired[str]
     alertmanager: NotRequired[ProjectSpecAlertmanager]
+    alerts: NotRequired[ProjectSpecAlerts]
+    families: NotRequired[list[ProjectSpecFamiliesItem]]
     automations: NotRequired[list[ProjectSpecAutomationsItem]]
     rule_profiles: NotRequired[ProjectSpecRuleProfiles]
     cluster_profile: NotRequired[ProjectSpecClusterProfile]

@@ -1,24 +1,31 @@
 """Alertmanager 0.25 configuration: routes, receivers and inhibit rules from the owners registry.
 
-A pure function of the model. The route tree, in order under a root whose receiver
-``unrouted`` has no integrations (a spec alert never ends there):
+A pure function of the model. Every route and inhibit matcher requires
+``slo_compiler="true"``, the label our rules put on every alert, so merged into an existing
+configuration our routes never capture a foreign alert that happens to carry ``team`` and
+``severity``. The route tree, in order under a root whose receiver ``unrouted`` has no
+integrations (a spec alert never ends there):
 
 * one route per project automation, ``automation="<name>"`` -> ``automation-<name>``,
   with ``continue: true`` so the alert also reaches its owner;
 * one route per team, ``team="<team>"`` (receiver ``<team>-ticket``, so an unexpected
   severity still reaches the owner), grouped by alertname, slo and the team's slice
-  labels, with children ``shadow="true"`` -> ``<team>-shadow`` and then
-  ``severity="page|ticket|info"`` -> ``<team>-<severity>``, each with the team's timing.
+  labels, with children ``shadow="true"`` -> ``<team>-shadow`` and then the ``severity``
+  values the project emits for page, ticket and info -> ``<team>-<severity>``, each with
+  the team's timing.
 
 Inhibit rules: a spec's page silences its own ticket for the same slice, and an
 ``explains`` entry silences the explained spec while the cause alerts. Secrets are only
 ever ``*_file`` paths from the registry. ``routing-tests.yaml`` lists, for every alert of
 every spec, the receivers it must reach, derived from the intent above rather than from
-the tree, so ``amtool config routes test`` checks one against the other.
+the tree, so ``amtool config routes test`` checks one against the other; it ends with one
+foreign alert per team (``team`` and ``severity`` but not ``slo_compiler``), which must fall
+through to the root.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
@@ -42,6 +49,8 @@ ROOT_GROUP_BY = (lbl.ALERTNAME, lbl.SLO)
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
 _SEVERITY_CHANNEL: dict[str, Channel] = {severity: severity for severity in SEVERITIES}
 SLICE_PLACEHOLDER = "x"  # any non-empty slice label value, for routing test cases
+FOREIGN_ALERT = "CoreDNSDown"  # a kube-prometheus alert of another rule set, for the fall-through cases
+OURS = f'{lbl.SLO_COMPILER}="{lbl.SLO_COMPILER_VALUE}"'  # the first matcher of every route and inhibit rule
 
 TITLE = '{{ template "slo.title" . }}'
 TEXT = '{{ template "slo.text" . }}'
@@ -68,6 +77,33 @@ def matcher(name: str, value: str, op: str = "=") -> str:
 def template_source() -> bytes:
     """The notification templates shipped with the compiler."""
     return resources.files("compiler").joinpath("templates", TEMPLATE_FILE).read_bytes()
+
+
+# The templates print every label an alert carries but these as its slice.
+_NOT_SLICE = (
+    "^(alertname|severity|team|slo|family|slo_compiler|shadow|automation|long_window|short_window|burn_factor)$"
+)
+
+
+def notification_templates(alert_plan: Plan) -> bytes:
+    """The templates, with the team's extra label names kept out of the slice line too.
+
+    Extra labels are the same on every alert of a spec (``tier="1"``); printed as the slice
+    they would read as the part of the system at fault (a name that is also some spec's slice
+    label stays, since there it is the slice). Label names are ``[a-zA-Z_][a-zA-Z0-9_]*``,
+    so they go into the regular expression as they are.
+    """
+    source = template_source()
+    written = {name for spec in alert_plan for alert in spec.alerts for name, _ in alert.labels}
+    slices = {label for spec in alert_plan for label in spec.slo.slice.by}  # another spec's slice still shows
+    extra = sorted(written - lbl.ALERT_LABELS - slices)
+    if not extra:
+        return source
+    wider = _NOT_SLICE.replace(")$", "|" + "|".join(extra) + ")$")
+    filter_ = f'match "{_NOT_SLICE}"'.encode()
+    if filter_ not in source:
+        raise ValueError(f"{TEMPLATE_FILE} no longer filters the slice with {_NOT_SLICE}")  # pragma: no cover
+    return source.replace(filter_, f'match "{wider}"'.encode())
 
 
 # -- receivers --------------------------------------------------------------------------
@@ -181,13 +217,13 @@ def _team_route(model: Model, team: Team) -> dict[str, Any]:
     for severity in SEVERITIES:
         children.append(
             {
-                "matchers": [matcher(lbl.SEVERITY, severity)],
+                "matchers": [matcher(lbl.SEVERITY, model.project.severity_label(severity))],
                 "receiver": team_receiver(team, severity),
                 **_timing(model.project.timing_for(team, severity)),
             }
         )
     return {
-        "matchers": [matcher(lbl.TEAM, team.name)],
+        "matchers": [OURS, matcher(lbl.TEAM, team.name)],
         "receiver": team_receiver(team, "ticket"),
         "group_by": _group_by([slo for slo in model.slos if slo.owner.name == team.name]),
         **_timing(ticket),
@@ -202,7 +238,7 @@ def routes(model: Model) -> list[dict[str, Any]]:
     for automation in model.project.automations:
         found.append(
             {
-                "matchers": [matcher(lbl.AUTOMATION, automation.name)],
+                "matchers": [OURS, matcher(lbl.AUTOMATION, automation.name)],
                 "receiver": automation_receiver(automation.name),
                 "group_by": _group_by([slo for slo in model.slos if slo.mitigation.automation == automation.name]),
                 **_timing(page),
@@ -229,26 +265,29 @@ def inhibit_rules(model: Model) -> list[dict[str, Any]]:
     """A page silences the ticket of the same spec and slice; a cause silences what it explains.
 
     A shadow spec is not trusted to page, so it does not silence anything it explains either.
+    Both sides match only our alerts, so a foreign alert with the same ``slo`` label neither
+    silences nor is silenced.
     """
+    page, ticket = model.project.severity_label("page"), model.project.severity_label("ticket")
     rules: list[dict[str, Any]] = []
     for slo in model.slos:
         if slo.objective is not None or slo.normal_range is not None or slo.critical_range is not None:
             rules.append(
                 {
-                    "source_matchers": [matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, "page")],
-                    "target_matchers": [matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, "ticket")],
+                    "source_matchers": [OURS, matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, page)],
+                    "target_matchers": [OURS, matcher(lbl.SLO, slo.name), matcher(lbl.SEVERITY, ticket)],
                     "equal": list(slo.slice.by) or [lbl.SLO],
                 }
             )
         for explains in slo.explains:
-            source = [matcher(lbl.SLO, slo.name)]
+            source = [OURS, matcher(lbl.SLO, slo.name)]
             if explains.severity != "any":
-                source.append(matcher(lbl.SEVERITY, explains.severity))
+                source.append(matcher(lbl.SEVERITY, model.project.severity_label(explains.severity)))
             source.append(matcher(lbl.SHADOW, "true", "!="))
             rules.append(
                 {
                     "source_matchers": source,
-                    "target_matchers": [matcher(lbl.SLO, explains.slo)],
+                    "target_matchers": [OURS, matcher(lbl.SLO, explains.slo)],
                     "equal": list(explains.equal),
                 }
             )
@@ -258,28 +297,55 @@ def inhibit_rules(model: Model) -> list[dict[str, Any]]:
 # -- routing test cases -----------------------------------------------------------------
 
 
-def expected_receivers(labels: dict[str, str]) -> list[str]:
-    """Where an alert must go, from the routing intent (not by walking the tree), in amtool's order."""
+def expected_receivers(labels: Mapping[str, str], channels: Mapping[str, Channel] = _SEVERITY_CHANNEL) -> list[str]:
+    """Where an alert must go, from the routing intent (not by walking the tree), in amtool's order.
+
+    ``channels`` maps each emitted ``severity`` value to its channel. An alert without our
+    ``slo_compiler`` label is not ours: it falls through to the root.
+    """
+    if labels.get(lbl.SLO_COMPILER) != lbl.SLO_COMPILER_VALUE:
+        return [UNROUTED]
     found = []
     if lbl.AUTOMATION in labels:
         found.append(automation_receiver(labels[lbl.AUTOMATION]))
     if labels.get(lbl.SHADOW) == "true":
         found.append(team_receiver(labels[lbl.TEAM], "shadow"))
     else:
-        found.append(team_receiver(labels[lbl.TEAM], _SEVERITY_CHANNEL.get(labels.get(lbl.SEVERITY, ""), "ticket")))
+        found.append(team_receiver(labels[lbl.TEAM], channels.get(labels.get(lbl.SEVERITY, ""), "ticket")))
     return found
 
 
+def severity_channels(model: Model) -> dict[str, Channel]:
+    """Each emitted ``severity`` value and the channel it routes to (the project's mapping reversed)."""
+    return {model.project.severity_label(severity): _SEVERITY_CHANNEL[severity] for severity in SEVERITIES}
+
+
+def foreign_cases(model: Model) -> list[dict[str, Any]]:
+    """One alert per team that is not ours but carries the team and the page severity value.
+
+    Merged into kube-prometheus-stack, ``CoreDNSDown{team="platform-network", severity="critical"}``
+    must reach whatever that config routes it to, never our ticket or page receiver.
+    """
+    channels = severity_channels(model)
+    cases = []
+    for team in model.teams:
+        labels = {lbl.ALERTNAME: FOREIGN_ALERT, lbl.SEVERITY: model.project.severity_label("page"), lbl.TEAM: team.name}
+        cases.append({"labels": labels, "receivers": expected_receivers(labels, channels)})
+    return cases
+
+
 def routing_cases(alert_plan: Plan) -> list[dict[str, Any]]:
-    """Every alert of every spec: its static labels, one value per slice label, and its receivers."""
+    """Every alert of every spec (its static labels, one value per slice label, and its receivers),
+    then the foreign alerts that must fall through."""
+    channels = severity_channels(alert_plan.model)
     cases = []
     for spec in alert_plan:
         for alert in spec.alerts:
             labels = {lbl.ALERTNAME: alert.name, **alert.label_map}
             for label in spec.slo.slice.by:
                 labels.setdefault(label, SLICE_PLACEHOLDER)
-            cases.append({"labels": labels, "receivers": expected_receivers(labels)})
-    return cases
+            cases.append({"labels": labels, "receivers": expected_receivers(labels, channels)})
+    return [*cases, *foreign_cases(alert_plan.model)]
 
 
 # -- files ------------------------------------------------------------------------------
@@ -325,9 +391,11 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     model = alert_plan.model
     header = _GENERATED.format(count=len(model.slos))
     fragment_header = (
-        header + "# A fragment, not a configuration: append `routes` to your root route's `routes` (before any\n"
-        "# catch-all), add `receivers` and `inhibit_rules`, list templates/slo-compiler.tmpl under\n"
-        "# `templates`, and set the global smtp_* settings if a receiver sends e-mail.\n"
+        header + "# A fragment, not a configuration. To merge it into an existing one (README: \"Merging\n"
+        "# fragment.yaml\"): put `routes` first in your root route's `routes` (they match only\n"
+        '# alerts labelled slo_compiler="true", so they take none of yours), append `receivers` and\n'
+        "# `inhibit_rules`, list templates/slo-compiler.tmpl under `templates`, set the global smtp_*\n"
+        "# settings if a receiver sends e-mail, then run `amtool check-config` on the result.\n"
     )
     tests_header = (
         header + "# Every alert of every spec and the receivers it must reach, in order. Check one with\n"
@@ -336,6 +404,6 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     return {
         CONFIG_PATH: (header + dump(config(model))).encode("utf-8"),
         FRAGMENT_PATH: (fragment_header + dump(fragment(model))).encode("utf-8"),
-        TEMPLATE_PATH: template_source(),
+        TEMPLATE_PATH: notification_templates(alert_plan),
         ROUTING_TESTS_PATH: (tests_header + dump(routing_cases(alert_plan))).encode("utf-8"),
     }

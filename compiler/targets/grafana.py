@@ -321,12 +321,20 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
     factor = f"{burn.factor:.3g}"  # display only; the threshold below is exact
     what = (
         f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
-        f"The {burn.severity} alert fires when both stay above {factor}x (the dashed line) for "
+        f"The {model.project.severity_text(burn.severity)} alert fires when both stay above {factor}x (the dashed "
+        "line) for "
         f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
         f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
     )
     panel = (
-        _timeseries(ids, f"Burn rate {long_w}/{short_w} ({burn.severity}, {factor}x)", "", BURN_UNIT, span, 8)
+        _timeseries(
+            ids,
+            f"Burn rate {long_w}/{short_w} ({model.project.severity_label(burn.severity)}, {factor}x)",
+            "",
+            BURN_UNIT,
+            span,
+            8,
+        )
         .description(_description(model, slo, what, names))
         .with_target(
             _query(
@@ -381,7 +389,7 @@ def _bands(slo: SLO) -> list[tuple[Range, str]]:
     return [(band, label) for band, label in ((slo.normal_range, "Normal"), (slo.critical_range, "Critical")) if band]
 
 
-def _band_text(slo: SLO, band: Range, label: str) -> str:
+def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
     bounds = []
     if band.minimum is not None:
         bounds.append(f"min {format_value(slo.unit, band.minimum)}")
@@ -398,7 +406,7 @@ def _band_text(slo: SLO, band: Range, label: str) -> str:
     keep = f", keeps firing {format_duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
     reason = f" {band.reason.strip()}" if band.reason.strip() else ""
     return (
-        f"{label} range ({band.severity}): {'; '.join(bounds)}. Alerts once outside for "
+        f"{label} range ({model.project.severity_text(band.severity)}): {'; '.join(bounds)}. Alerts once outside for "
         f"{format_duration(band.for_ms)}{keep}.{reason}"
     )
 
@@ -410,7 +418,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
             "The signal's current value per slice"
             + (" (5m error ratio from the recorded rates)" if slo.counts_events else f" (`{series.VALUE}`)")
             + "; shaded areas are outside the static bounds, dashed series are the relative bounds.",
-            *(_band_text(slo, band, label) for band, label in bands),
+            *(_band_text(model, slo, band, label) for band, label in bands),
         ]
     )
     names = [rule.name for rule in rules if rule.kind == "range"]
@@ -566,7 +574,7 @@ def _overview_panel(model: Model, slo: SLO, ids: _Ids, span: int) -> Panel:
     what = "\n\n".join(
         [
             f"Owner {slo.owner.name}. Current value, extremes over the selected slices, coloured by the static bounds.",
-            *(_band_text(slo, band, label) for band, label in _bands(slo)),
+            *(_band_text(model, slo, band, label) for band, label in _bands(slo)),
         ]
     )
     panel = (

@@ -233,9 +233,17 @@ def _no_data_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
 _RULE_BUILDERS = {"burn": _burn_rule, "range": _range_rule, "no_data": _no_data_rule}
 
 
+def _with_extra_annotations(rule: AlertRule) -> AlertRule:
+    """The team's extra annotations after the compiler's own, as literal text (never a template action)."""
+    if not rule.spec.annotations:
+        return rule
+    extra = {key: _go_text(text) for key, text in rule.spec.annotations}
+    return AlertRule(rule.spec, rule.expr, {**rule.annotations, **extra})
+
+
 def alert_rules(model: Model, spec: SpecPlan) -> list[AlertRule]:
     """The alerting rules of one spec, in the plan's order."""
-    return [_RULE_BUILDERS[alert.kind](model, spec.slo, alert) for alert in spec.alerts]
+    return [_with_extra_annotations(_RULE_BUILDERS[alert.kind](model, spec.slo, alert)) for alert in spec.alerts]
 
 
 def rule_group(model: Model, spec: SpecPlan) -> dict[str, Any]:

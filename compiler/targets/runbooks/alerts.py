@@ -60,7 +60,7 @@ class AlertView:
 
     @property
     def severities(self) -> str:
-        return ", ".join(dict.fromkeys(rule.severity for rule in self.rules))
+        return ", ".join(dict.fromkeys(rule.severity_text for rule in self.rules))
 
 
 def _pair(slo: SLO, burn: BurnAlert) -> Pair:
@@ -107,7 +107,7 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
     rows = []
     for view in views:
         for rule in view.rules:
-            common = {"alert": view.name, "severity": rule.severity, "for_": dash_duration(rule.for_ms)}
+            common = {"alert": view.name, "severity": rule.severity_text, "for_": dash_duration(rule.for_ms)}
             common["keep_firing_for"] = dash_duration(rule.keep_firing_for_ms)
             if rule.kind == "burn" and rule.burn is not None and slo.objective is not None:
                 pair = _pair(slo, rule.burn)
