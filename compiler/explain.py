@@ -103,7 +103,7 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     else:
         for severity in ("page", "ticket", "info"):
             kinds = ", ".join(r.kind for r in team.receivers_for(severity)) or "none"
-            add(f"  severity={severity} -> {team.name}-{severity} ({kinds})")
+            add(f"  severity={model.project.severity_label(severity)} -> {team.name}-{severity} ({kinds})")
         if slo.mitigation.automation:
             add(f"  automation: also sent to automation-{slo.mitigation.automation}")
     add(f"  a firing page inhibits the ticket of the same slice (equal on {', '.join(slo.slice.by) or 'slo'})")
