@@ -19,6 +19,7 @@ from typing import Any
 from compiler import promql
 from compiler.diagnostics import Diagnostics
 from compiler.model import (
+    ALERT_KEYS,
     DEFAULT_FAMILIES,
     SEVERITIES,
     SLO,
@@ -193,8 +194,13 @@ def read_alert_names(
     critical: Range | None,
     no_data: NoData,
 ) -> tuple[tuple[AlertKey, str], ...]:
-    """Full alert names per kind: each for an alert the spec has, and no two alerts with one name."""
-    given: dict[AlertKey, str] = dict(r.data.get("alert_names", {}))  # type: ignore[arg-type]
+    """Full alert names per kind: each for an alert the spec has, and no two alerts with one name.
+
+    Two kinds with one name would share a runbook heading and a generated test's alert name,
+    and Alertmanager would group and silence them together.
+    """
+    raw: dict[str, Any] = dict(r.data.get("alert_names", {}))
+    given: dict[AlertKey, str] = {key: str(raw[key]) for key in ALERT_KEYS if key in raw}  # the schema's keys
     parsed = {"objective": objective, "normal_range": normal, "critical_range": critical}
     if any(r.data.get(section) is not None and band is None for section, band in parsed.items()):
         return tuple(given.items())  # a section failed to read: which alerts it has is unknown
@@ -204,8 +210,7 @@ def read_alert_names(
             r.error(
                 ("alert_names", key),
                 f"alert_names.{key}: this spec has no {key} alert ({_missing_reason(key, normal, critical)}); "
-                f"its alerts are "
-                f"{', '.join(kinds) or 'none'}",
+                f"its alerts are {', '.join(kinds) or 'none'}",
                 at_key=True,
             )
     table = alert_name_table(prefix, objective is not None, normal, critical, no_data.enabled, given)

@@ -398,7 +398,9 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
         "# settings if a receiver sends e-mail, then run `amtool check-config` on the result.\n"
     )
     tests_header = (
-        header + "# Every alert of every spec and the receivers it must reach, in order. Check one with\n"
+        header + "# Every alert of every spec and the receivers it must reach, in order, then one foreign alert\n"
+        "# per team (its team and severity, without slo_compiler) that must fall through to the root.\n"
+        "# Check one with\n"
         "#   amtool config routes test --config.file=alertmanager.yaml --verify.receivers=<a,b> <label=value>...\n"
     )
     return {
