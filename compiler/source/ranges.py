@@ -84,7 +84,7 @@ def read_range(
     r: SpecReader, section: BandSection, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int
 ) -> Range | None:
     raw = r.data.get(section)
-    if raw is None:
+    if raw is None or not r.readable(section):
         return None
     check_range_numbers(r, section, raw)
     check_reachable_bounds(r, section, raw, sli)
