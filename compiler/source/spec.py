@@ -67,7 +67,7 @@ def build_slo(r: SpecReader) -> SLO | None:
             Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
             for item in data.get("explains", [])
         ),
-        source=r.doc.path,
+        source=r.doc.source or r.doc.path,
         position=r.doc.key_position(("sli",)),
         spec_hash=r.doc.content_hash[:16],
     )
