@@ -453,7 +453,9 @@ class Inputs:
         ]
         return labels, [(name, matchers) in counters for name, matchers in selectors]
 
-    def _value_of(self, expr: str, labels: list[dict[str, str]], counters: list[bool]) -> Callable[..., float | None]:
+    def _value_of(
+        self, expr: str, labels: list[dict[str, str]], counters: list[bool]
+    ) -> Callable[[Sequence[float]], float | None]:
         """The expression's steady-state value for given input values (None unless one series)."""
 
         def value_of(values: Sequence[float]) -> float | None:
@@ -525,6 +527,7 @@ class Drive:
     high: float = math.inf
 
     def inputs(self, value: float, count: int) -> list[float]:
+        """The value of each of the ``count`` inputs that gives ``value``."""
         values = [0.0] * count
         for index, constant in self.held:
             values[index] = constant
@@ -535,6 +538,7 @@ class Drive:
         return values
 
     def coefficient(self, index: int) -> Coefficient:
+        """Input ``index`` as a function of the wanted value, for the per-minute series."""
         if index == self.driver:
             return _scaled(self.scale)
         if index == self.partner:
