@@ -12,9 +12,10 @@ from pathlib import Path
 
 from compiler.diagnostics import Diagnostics, Position
 from compiler.model import SLO, Model
+from compiler.plan import plan
 from compiler.source.load import load_tree
-from compiler.source.project import build_model
-from compiler.targets import TargetError, render_all
+from compiler.source.project import check_model
+from compiler.targets import TARGETS, TargetError, render_all
 
 
 def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
@@ -23,8 +24,30 @@ def compile_specs(spec_dir: Path) -> tuple[Model | None, Diagnostics]:
     documents = load_tree(spec_dir, Path.cwd(), diagnostics)
     if not diagnostics and not any(isinstance(doc.data, dict) and doc.data.get("kind") == "SLO" for doc in documents):
         diagnostics.error(Position(spec_dir.as_posix(), 1, 1), "no SLO specs found (documents with kind: SLO)")
-    model = build_model(documents, diagnostics)
+    model = check_model(documents, diagnostics)
+    if diagnostics:
+        prove_each(model, diagnostics)
+        return None, diagnostics
     return model, diagnostics
+
+
+def prove_each(partial: Model, diagnostics: Diagnostics) -> None:
+    """Report the specs that built but whose alerts cannot be proven, while other specs have problems.
+
+    Test derivability is judged on the rendered tests, which need a model; when the run has
+    problems already, each spec that built is rendered alone (without its cross-spec links,
+    which may point at a spec that did not build), so its own problems come in the same run.
+    """
+    render_tests = dict(TARGETS)["promtool-tests"]
+    for slo in partial.slos:
+        alone = dataclasses.replace(partial, slos=(dataclasses.replace(slo, explains=()),))
+        try:
+            render_tests(plan(alone))
+        except TargetError as exc:
+            for _, message in exc.problems:
+                diagnostics.error(slo.position, message)
+        except Exception:
+            continue  # not a derivation problem: the full render reports it once the run is clean
 
 
 def render(model: Model, diagnostics: Diagnostics) -> dict[str, bytes]:

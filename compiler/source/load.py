@@ -93,6 +93,9 @@ class Document:
     data: Any
     value_positions: dict[PathKey, Position] = field(default_factory=dict)
     key_positions: dict[PathKey, Position] = field(default_factory=dict)
+    # The file as the output names it: the spec directory's name and the path inside it, the
+    # same whatever the working directory or the form of --specs (``path`` is for diagnostics).
+    source: str = ""
 
     def position(self, key: PathKey) -> Position:
         """The position of the value at ``key``, or of its nearest ancestor."""
@@ -492,12 +495,17 @@ def load_tree(spec_dir: Path, display_root: Path, diagnostics: Diagnostics) -> l
     """Load every document under ``spec_dir``; paths are shown relative to ``display_root``."""
     documents: list[Document] = []
     problems: list[tuple[Path, str]] = []
+    root_name = spec_dir.resolve().name
     for file in discover(spec_dir, problems):
         display = _display(file, display_root)
         if file.suffix == ".jsonnet":
-            documents.extend(load_jsonnet(file, display, spec_dir, diagnostics))
+            loaded = load_jsonnet(file, display, spec_dir, diagnostics)
         else:
-            documents.extend(load_file(file, display, diagnostics))
+            loaded = load_file(file, display, diagnostics)
+        inside = file.relative_to(spec_dir).as_posix()
+        for document in loaded:
+            document.source = f"{root_name}/{inside}" if root_name else inside
+        documents.extend(loaded)
     for path, message in problems:
         diagnostics.error(Position(_display(path, display_root), 1, 1), message)
     return documents

@@ -31,6 +31,8 @@ def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
             at_key=True,
         )
         return None
+    if not target_in_percent(r, raw["target"]):
+        return None
     percent = parse_percent(raw["target"])
     if percent is None:
         r.error(
@@ -60,6 +62,23 @@ def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
         return None  # every burn factor follows from the period: checking them now is noise
     alerts = read_burn_alerts(r, target, period)
     return Objective(target=target, period_ms=period, burn_alerts=alerts)
+
+
+def target_in_percent(r: SpecReader, written: object) -> bool:
+    """A bare number is a percentage (99.5 is 99.5%); one under 1 is almost surely a fraction.
+
+    ``target: 0.999`` would be read as 0.999%, a budget of 99% errors, and every burn
+    threshold past 100%: the spec would fail far from the line at fault.
+    """
+    if isinstance(written, bool) or not isinstance(written, int | float) or not 0 < written < 1:
+        return True
+    meant = go_float(clean_number(written * 100))
+    r.error(
+        ("objective", "target"),
+        f"objective {go_float(written)}% is a budget of {go_float(clean_number(100 - written))}% errors: a bare "
+        f"number is read as a percentage; did you mean {meant}%? Write target: {meant}%",
+    )
+    return False
 
 
 def read_burn_alerts(r: SpecReader, target: float, period: int) -> tuple[BurnAlert, ...]:

@@ -21,7 +21,7 @@ from compiler.source.conventions import check_alert_name_collisions, check_famil
 from compiler.source.load import Document, PathKey
 from compiler.source.reader import SpecReader
 from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
-from compiler.source.schema import suggest, validate_document
+from compiler.source.schema import Checked, check_document, suggest
 from compiler.source.spec import build_slo
 
 
@@ -50,48 +50,42 @@ def _check_rate_windows(documents: list[Document], project: Project, diagnostics
 
 def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | None:
     """Validate every document and build the model; None when any problem was found."""
-    by_kind: dict[str, list[Document]] = {"SLO": [], "Owners": [], "Project": []}
-    for document in documents:
-        kind = validate_document(document, diagnostics)
-        if kind is not None:
-            by_kind[kind].append(document)
+    model = check_model(documents, diagnostics)
+    return None if diagnostics else model
+
+
+def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
+    """Validate every document; the model of the specs that built (all of them when no problem was found).
+
+    Every document is checked as far as its schema-valid parts allow, so one run reports
+    schema, owner, bucket, aggregation and cross-spec problems together.
+    """
+    specs = [checked for checked in (check_document(d, diagnostics) for d in documents) if checked is not None]
+    specs = [checked for checked in specs if checked.kind == "SLO"]
 
     project = build_project(documents, diagnostics)
     teams = build_teams(documents, project, diagnostics)
     check_templated_fields(documents, diagnostics)
     check_receiver_names(documents, teams, diagnostics)
 
-    slos: dict[str, SLO] = {}
-    seen: dict[str, str] = {}
-    for document in by_kind["SLO"]:
-        name = document.data["name"]
-        if name in seen:
-            diagnostics.error(
-                document.position(("name",)), f"duplicate spec name '{name}' (first defined at {seen[name]})"
-            )
-            continue
-        seen[name] = str(document.position(("name",)))
-        slo = _build_spec(document, teams, diagnostics)
-        if slo is not None:
-            slos[name] = slo
-    _check_links(by_kind["SLO"], slos, project, diagnostics)
-    _check_explains_scope(by_kind["SLO"], slos, diagnostics)
-    _check_explains_cycles(by_kind["SLO"], slos, diagnostics)
-    _check_rate_windows(by_kind["SLO"], project, diagnostics)
-    _check_budgets(by_kind["SLO"], slos, project, diagnostics)
-    check_families(by_kind["SLO"], project, diagnostics)
-    check_project_labels(by_kind["SLO"], slos, project, diagnostics)
-    check_alert_name_collisions(by_kind["SLO"], slos, diagnostics)
+    slos, built = _build_specs(specs, teams, diagnostics)
+    known = {c.readable.data["name"] for c in specs if "name" in c.readable.data and "name" not in c.broken}
+    _check_links(built, slos, known, project, diagnostics)
+    _check_explains_scope(built, slos, diagnostics)
+    _check_explains_cycles(built, slos, diagnostics)
+    _check_rate_windows([checked.readable for checked in specs], project, diagnostics)
+    _check_budgets(built, slos, project, diagnostics)
+    check_families(built, project, diagnostics)
+    check_project_labels(built, slos, project, diagnostics)
+    check_alert_name_collisions(built, slos, diagnostics)
     alert_owners: dict[str, str] = {}
     for slo in slos.values():
         if slo.alert_name in alert_owners:
             diagnostics.error(
-                _position_of(by_kind["SLO"], slo.name),
+                _position_of(built, slo.name),
                 f"alert name prefix '{slo.alert_name}' is also used by spec '{alert_owners[slo.alert_name]}'",
             )
         alert_owners[slo.alert_name] = slo.name
-    if diagnostics:
-        return None
     return Model(
         project=project,
         teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
@@ -99,10 +93,40 @@ def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | 
     )
 
 
-def _build_spec(document: Document, teams: dict[str, Team], diagnostics: Diagnostics) -> SLO | None:
+def _build_specs(
+    specs: list[Checked], teams: dict[str, Team], diagnostics: Diagnostics
+) -> tuple[dict[str, SLO], list[Document]]:
+    """Every spec checked, schema-valid or not; (the specs that built, by name, and their documents).
+
+    A spec with a schema error still gets every check of its sections that passed the
+    schema, so one run reports everything; it never builds.
+    """
+    slos: dict[str, SLO] = {}
+    built: list[Document] = []
+    seen: dict[str, str] = {}
+    for checked in specs:
+        document = checked.readable
+        name = document.data.get("name") if "name" not in checked.broken else None
+        if isinstance(name, str) and name in seen:
+            diagnostics.error(
+                document.position(("name",)), f"duplicate spec name '{name}' (first defined at {seen[name]})"
+            )
+            continue
+        if isinstance(name, str):
+            seen[name] = str(document.position(("name",)))
+        slo = _build_spec(document, teams, diagnostics, checked.broken)
+        if slo is not None:
+            slos[slo.name] = slo
+            built.append(document)
+    return slos, built
+
+
+def _build_spec(
+    document: Document, teams: dict[str, Team], diagnostics: Diagnostics, broken: frozenset[str] = frozenset()
+) -> SLO | None:
     """One spec's model; a check that trips over the spec is reported at it, never a crash of the run."""
     try:
-        return build_slo(SpecReader(document, teams, diagnostics))
+        return build_slo(SpecReader(document, teams, diagnostics, broken))
     except Exception as exc:
         diagnostics.error(
             document.key_position(("sli",)),
@@ -111,8 +135,14 @@ def _build_spec(document: Document, teams: dict[str, Team], diagnostics: Diagnos
         return None
 
 
-def _check_links(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:
-    """Cross-spec references: what a spec explains, and the automation it names."""
+def _check_links(
+    documents: list[Document], slos: dict[str, SLO], known: set[str], project: Project, diagnostics: Diagnostics
+) -> None:
+    """Cross-spec references: what a spec explains, and the automation it names.
+
+    ``known`` holds every spec name, built or not: explaining a spec that has problems of its
+    own is not an unknown spec (its problems are reported at it).
+    """
     automations = {a.name for a in project.automations}
     for document in documents:
         slo = slos.get(document.data["name"])
@@ -120,10 +150,10 @@ def _check_links(documents: list[Document], slos: dict[str, SLO], project: Proje
             continue
         if slo.mitigation.automation is not None and slo.mitigation.automation not in automations:
             hint = suggest(slo.mitigation.automation, sorted(automations))
-            known = ", ".join(sorted(automations)) or "none in the project"
+            listed = ", ".join(sorted(automations)) or "none in the project"
             diagnostics.error(
                 document.position(("mitigation", "automation")),
-                f"unknown automation '{slo.mitigation.automation}' ({known}){hint}",
+                f"unknown automation '{slo.mitigation.automation}' ({listed}){hint}",
             )
         for index, explains in enumerate(slo.explains):
             key: PathKey = ("explains", index)
@@ -131,8 +161,10 @@ def _check_links(documents: list[Document], slos: dict[str, SLO], project: Proje
             if explains.slo == slo.name:
                 diagnostics.error(document.position((*key, "slo")), "a spec cannot explain itself")
                 continue
+            if target is None and explains.slo in known:
+                continue
             if target is None:
-                hint = suggest(explains.slo, sorted(slos))
+                hint = suggest(explains.slo, sorted(known))
                 diagnostics.error(document.position((*key, "slo")), f"explains unknown spec '{explains.slo}'{hint}")
                 continue
             for position, label in enumerate(explains.equal):

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from compiler import promql
 from compiler.model import (
     SLI,
+    GaugeSLI,
     LatencySLI,
     NoData,
     QuantileSLI,
@@ -84,10 +85,12 @@ def read_range(
     r: SpecReader, section: BandSection, sli: SLI | None, severity: Severity, for_ms: int, keep_ms: int
 ) -> Range | None:
     raw = r.data.get(section)
-    if raw is None:
+    if raw is None or not r.readable(section):
         return None
     check_range_numbers(r, section, raw)
     check_reachable_bounds(r, section, raw, sli)
+    check_gauge_unit_bounds(r, section, raw, sli)
+    check_band_wait(r, section, raw)
     minimum = raw.get("min")
     maximum = raw.get("max")
     relative = None
@@ -209,6 +212,58 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
                 f"{section}.{bound} {edge} can never be {word}: this SLI's value is an error ratio, within 0..1, "
                 "so its alert could never fire; give a bound inside 0..1 or drop it",
             )
+
+
+def check_band_wait(r: SpecReader, section: BandSection, raw: SLORange) -> None:
+    """A band's alert waits its own ``for`` or the spec's ``persistence.for``; a spec without bands needs neither."""
+    if "for" not in raw and "persistence" not in r.data:
+        r.error(
+            (section,),
+            f"{section} has no for: how long the value may be out of range before its alert fires; add "
+            f"persistence: {{for: 10m}} (for every band) or {section}.for",
+            at_key=True,
+        )
+
+
+NON_NEGATIVE_UNITS = ("ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count")
+
+
+def check_gauge_unit_bounds(r: SpecReader, section: BandSection, raw: SLORange, sli: SLI | None) -> None:
+    """A gauge's declared unit bounds its value: a ratio lies within 0..1, and no unit is negative.
+
+    A max a ratio can never exceed, or a min no such value can undercut, is an alert that can
+    never fire; its generated test could only "prove" it by feeding inputs no real series has
+    (more hits than requests).
+    """
+    unit = r.data.get("unit") if r.readable("unit") else None
+    if not isinstance(sli, GaugeSLI) or unit not in NON_NEGATIVE_UNITS:
+        return
+    minimum, maximum = raw.get("min"), raw.get("max")
+    if unit == "ratio" and _number(maximum) and maximum >= 1:
+        r.error(
+            (section, "max"),
+            f"{section}.max {go_float(maximum)} can never be exceeded, so its alert can never fire: with unit: ratio "
+            "the value is a share within 0..1; give a max below 1 (0.9 is 90%), or drop unit: ratio if the "
+            "value is not a share",
+        )
+    if _number(minimum) and minimum <= 0:
+        r.error(
+            (section, "min"),
+            f"{section}.min {go_float(minimum)} can never be undercut, so its alert can never fire: a value in "
+            f"unit {unit} is never below 0; give a min above 0, or drop unit if the value can be negative",
+        )
+    rel: SLORangeRelative | dict[str, Any] = raw.get("relative") or {}
+    floor = rel.get("floor")
+    if unit == "ratio" and rel.get("max_factor") is not None and _number(floor) and floor >= 1:
+        r.error(
+            (section, "relative", "floor"),
+            f"{section}.relative.floor {go_float(floor)} can never be exceeded, so the rise alert can never fire: "
+            "with unit: ratio the value is a share within 0..1; give a floor below 1",
+        )
+
+
+def _number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def check_critical_wider(r: SpecReader, normal: Range | None, critical: Range | None) -> None:

@@ -46,14 +46,32 @@ def dotted(key: PathKey) -> str:
 
 
 class SpecReader:
-    """Reads one schema-valid SLO document for the section readers, reporting every semantic problem."""
+    """Reads one SLO document for the section readers, reporting every semantic problem.
 
-    def __init__(self, document: Document, teams: dict[str, Team], diagnostics: Diagnostics) -> None:
+    Readers run only on sections that passed the schema (``readable``).
+    """
+
+    def __init__(
+        self,
+        document: Document,
+        teams: dict[str, Team],
+        diagnostics: Diagnostics,
+        broken: frozenset[str] = frozenset(),
+    ) -> None:
         self.doc = document
         self.data: SLOSpec = document.data
         self.teams = teams
         self.diagnostics = diagnostics
-        self.failed = False
+        self.broken = broken
+        self.failed = bool(broken)  # a spec with a schema error is checked, never built
+
+    def readable(self, *sections: str) -> bool:
+        """Whether these top-level sections passed their schema, so their readers may run.
+
+        Sections that failed it were reported by the schema check; the rest of the spec is
+        still checked, so one run shows every problem.
+        """
+        return "" not in self.broken and not self.broken.intersection(sections)
 
     def error(self, key: PathKey, message: str, *, at_key: bool = False) -> None:
         position = self.doc.key_position(key) if at_key else self.doc.position(key)

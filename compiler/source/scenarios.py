@@ -10,6 +10,7 @@ from compiler.model import (
     SLI,
     AlertKey,
     Expectation,
+    GaugeSLI,
     LatencySLI,
     NoData,
     Objective,
@@ -142,6 +143,15 @@ def _check_segment_fits(r: SpecReader, key: PathKey, seg: SLOSegment, context: _
         r.error((*key, "ramp_to"), "a scenario cannot start with a ramp: give the first segment a value")
     if "ramp_to" in seg and context.events and not 0 <= seg["ramp_to"] <= 1:
         r.error((*key, "ramp_to"), "an error ratio ramps to a value within 0..1")
+    if isinstance(context.sli, GaugeSLI) and r.data.get("unit") == "ratio":
+        for field in ("value", "ramp_to"):
+            value = seg.get(field)
+            if isinstance(value, int | float) and not 0 <= value <= 1:
+                r.error(
+                    (*key, field),
+                    f"{field} {value} is outside 0..1, which a gauge with unit: ratio never leaves (a share: "
+                    "no input has more hits than requests); give a value within 0..1",
+                )
 
 
 def read_expectations(

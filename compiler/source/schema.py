@@ -10,10 +10,13 @@ keys get a did-you-mean, missing fields say which, and a schema node may carry a
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import difflib
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -105,6 +108,8 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         for key in unknown:  # in file order, so the hints go to the problems shown first
             where = document.key_position((*path, key))
             hint = suggest(key, allowed) if diagnostics.accepts(where.path) else ""  # not shown anyway
+            if not hint and path and _is_top_level(document, key):
+                hint = f"; '{key}' is a top-level field: move it out of {_field(path)}"
             diagnostics.error(where, f"unknown key '{key}' {_where(path)}{hint}")
         return
     if error.validator == "required":
@@ -137,6 +142,12 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         diagnostics.error(where, f"{name}: {error.message}")
 
 
+def _is_top_level(document: Document, key: str) -> bool:
+    """Whether ``key`` is a field of the document itself (written one level too deep, as ``unit`` often is)."""
+    kind = document.data.get("kind") if isinstance(document.data, dict) else None
+    return kind in KINDS and key in schema_properties(str(kind))
+
+
 def _non_finite(value: Any, path: tuple[str | int, ...] = ()) -> Iterator[tuple[tuple[str | int, ...], float]]:
     """Every ``.nan`` and ``.inf`` in a document: JSON Schema cannot exclude them (NaN fails no bound)."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -163,6 +174,28 @@ def _report_non_finite(document: Document, diagnostics: Diagnostics) -> bool:
 
 def validate_document(document: Document, diagnostics: Diagnostics) -> str | None:
     """Validate one document; returns its kind when it is schema-valid, else None."""
+    checked = check_document(document, diagnostics)
+    return checked.kind if checked is not None and checked.valid else None
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A document after its schema check, with what the semantic checks may still read of it.
+
+    ``readable`` is the document without its unknown keys (reported already, and read by
+    nobody), so a misspelt optional key does not hide every other problem; ``broken`` names
+    the top-level sections whose values failed the schema or are missing, which no
+    section reader may touch (they index schema-valid shapes).
+    """
+
+    kind: str
+    readable: Document
+    broken: frozenset[str]
+    valid: bool
+
+
+def check_document(document: Document, diagnostics: Diagnostics) -> Checked | None:
+    """Validate one document and report every schema problem; None when it has no known kind."""
     data = document.data
     if not isinstance(data, dict):
         diagnostics.error(document.position(()), f"expected a mapping with 'kind', got {_describe(data)}")
@@ -177,5 +210,46 @@ def validate_document(document: Document, diagnostics: Diagnostics) -> str | Non
     before = len(diagnostics)
     for error in errors:
         _report(error, document, diagnostics)
-    non_finite = _report_non_finite(document, diagnostics)
-    return kind if len(diagnostics) == before and not errors and not non_finite else None
+    non_finite = [path for path, _ in _non_finite(data)]
+    _report_non_finite(document, diagnostics)
+    valid = len(diagnostics) == before and not errors and not non_finite
+    if valid:
+        return Checked(kind, document, frozenset(), True)
+    broken, unknown = _sections_at_fault(errors, non_finite)
+    return Checked(kind, _without(document, unknown), broken, False)
+
+
+def _sections_at_fault(
+    errors: list[ValidationError], non_finite: list[tuple[str | int, ...]]
+) -> tuple[frozenset[str], list[tuple[str | int, ...]]]:
+    """(top-level sections a schema error sits in or that are missing, paths of unknown keys).
+
+    An unknown key breaks nothing: readers never look at it, so it is only dropped.
+    """
+    broken: set[str] = set()
+    unknown: list[tuple[str | int, ...]] = []
+    for error in errors:
+        path = tuple(error.absolute_path)
+        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = error.schema.get("properties", {}) if isinstance(error.schema, dict) else {}
+            unknown += [(*path, key) for key in error.instance if key not in allowed]
+        elif path:
+            broken.add(str(path[0]))
+        elif error.validator == "required" and isinstance(error.instance, dict):
+            required: Any = error.validator_value
+            broken.update(str(key) for key in required if key not in error.instance)
+        else:
+            broken.add("")  # the document as a whole: no section can be trusted
+    broken.update(str(path[0]) for path in non_finite if path)
+    return frozenset(broken), unknown
+
+
+def _without(document: Document, unknown: list[tuple[str | int, ...]]) -> Document:
+    """A copy of the document with the unknown keys removed (positions stay those of the file)."""
+    data = copy.deepcopy(document.data)
+    for path in unknown:
+        node: Any = data
+        for part in path[:-1]:
+            node = node[part]
+        node.pop(path[-1], None)
+    return dataclasses.replace(document, data=data)

@@ -78,7 +78,15 @@ def read_buckets(r: SpecReader, base: PathKey, body: dict[str, Any]) -> tuple[fl
         check_finite_buckets(r, (*base, "buckets"), edges)
         if list(edges) != sorted(set(edges)):
             r.error((*base, "buckets"), "buckets must be strictly increasing")
+        elif not body.get("buckets_override", False):
+            check_catalogue_buckets(r, base, body["histogram"], edges)
         return edges
+    if "buckets_override" in body:
+        r.error(
+            (*base, "buckets_override"),
+            "buckets_override has no effect without buckets: declare the edges it overrides, or drop it",
+            at_key=True,
+        )
     known = KNOWN_BUCKETS.get(body["histogram"])
     if known is None:
         r.error(
@@ -88,6 +96,33 @@ def read_buckets(r: SpecReader, base: PathKey, body: dict[str, Any]) -> tuple[fl
         )
         return ()
     return known
+
+
+def check_catalogue_buckets(r: SpecReader, base: PathKey, histogram: str, edges: tuple[float, ...]) -> None:
+    """Declared edges of a catalogued histogram must be its edges, unless the spec says they differ on purpose.
+
+    Replacing the catalogue silently lets a threshold pass the bucket-edge check on edges the
+    cluster does not have: ``le="0.3"`` then matches no series and the SLI reads 100% bad.
+    """
+    known = KNOWN_BUCKETS.get(histogram)
+    if known is None or edges == known:
+        return
+    missing = [go_float(edge) for edge in known if edge not in edges]
+    extra = [go_float(edge) for edge in edges if edge not in known]
+    differences = "; ".join(
+        part
+        for part in (
+            f"not declared: {', '.join(missing)}" if missing else "",
+            f"not in the catalogue: {', '.join(extra)}" if extra else "",
+        )
+        if part
+    )
+    r.error(
+        (*base, "buckets"),
+        f"buckets differ from the built-in catalogue's edges of {histogram} ({differences}). Drop buckets to use "
+        "the catalogue, or if your cluster's histogram really has these edges (custom instrumentation, another "
+        "version), set buckets_override: true next to them",
+    )
 
 
 def read_thresholds(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.model import SLI, SLO, Explains, Mitigation, Range, Team
+from compiler.model import SLI, SLO, AlertKey, Explains, Mitigation, Range, Scenario, Team
 from compiler.model.naming import camel
 from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
 from compiler.source.objective import (
@@ -29,21 +29,26 @@ from compiler.source.spec_types import SLOMitigation
 def build_slo(r: SpecReader) -> SLO | None:
     """The spec's model, or None when any section had a problem (each one reported)."""
     data = r.data
-    team = _owner(r)
-    alert_name = data.get("alert_name") or camel(data["name"])
-    slice_ = read_slice(r)
-    sli = read_sli(r, slice_)
-    check_sli_selects(r, sli, slice_)
-    objective = read_objective(r, sli) if "objective" in data else None
+    team = _owner(r) if r.readable("owner") else None
+    alert_name = data.get("alert_name") or camel(data.get("name", ""))
+    slice_ = read_slice(r) if r.readable("slice") else None
+    sli = read_sli(r, slice_) if slice_ is not None and r.readable("sli") else None
+    if slice_ is not None and sli is not None:
+        check_sli_selects(r, sli, slice_)
+    objective = read_objective(r, sli) if "objective" in data and r.readable("objective") else None
     normal, critical = _ranges(r, sli)
-    no_data = read_no_data(r)
+    no_data = read_no_data(r) if r.readable("no_data") else None
     check_wait_limits(r)
-    unit = read_unit(r, sli)
-    alert_names = read_alert_names(r, alert_name, objective, normal, critical, no_data)
-    labels = read_spec_labels(r, slice_.by)
-    annotations = read_spec_annotations(r)
-    scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data, alert_names)
-    if r.failed or team is None or sli is None:
+    unit = read_unit(r, sli) if r.readable("unit") else None
+    alert_names: tuple[tuple[AlertKey, str], ...] = ()
+    if no_data is not None and r.readable("alert_names", *_ALERTS_READ):
+        alert_names = read_alert_names(r, alert_name, objective, normal, critical, no_data)
+    labels = read_spec_labels(r, slice_.by) if slice_ is not None and r.readable("labels") else ()
+    annotations = read_spec_annotations(r) if r.readable("annotations") else ()
+    scenarios: tuple[Scenario, ...] = ()
+    if slice_ is not None and sli is not None and no_data is not None and r.readable(*_SCENARIOS_READ):
+        scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data, alert_names)
+    if r.failed or team is None or sli is None or slice_ is None or no_data is None or unit is None:
         return None
     return SLO(
         name=data["name"],
@@ -68,13 +73,19 @@ def build_slo(r: SpecReader) -> SLO | None:
             Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
             for item in data.get("explains", [])
         ),
-        source=r.doc.path,
+        source=r.doc.source or r.doc.path,
         position=r.doc.key_position(("sli",)),
         spec_hash=r.doc.content_hash[:16],
         labels=labels,
         annotations=annotations,
         alert_names=alert_names,
     )
+
+
+# What the scenarios are checked against: the alerts the spec has and the names they take.
+# The sections alert names follow from, and the ones scenarios are checked against.
+_ALERTS_READ = ("name", "alert_name", "objective", "normal_range", "critical_range", "no_data")
+_SCENARIOS_READ = ("scenarios", "alert_names", *_ALERTS_READ)
 
 
 def _owner(r: SpecReader) -> Team | None:
@@ -90,14 +101,14 @@ def _owner(r: SpecReader) -> Team | None:
 def _ranges(r: SpecReader, sli: SLI | None) -> tuple[Range | None, Range | None]:
     """The normal and critical bands; both default their ``for`` to the spec's persistence."""
     data = r.data
-    persistence_for = r.duration(("persistence", "for"))
-    persistence_keep = r.duration(("persistence", "keep_firing_for"))
+    persistence_for = r.duration(("persistence", "for")) if r.readable("persistence") else 0
+    persistence_keep = r.duration(("persistence", "keep_firing_for")) if r.readable("persistence") else 0
     normal = read_range(r, "normal_range", sli, "ticket", persistence_for, persistence_keep)
     critical = read_range(r, "critical_range", sli, "page", persistence_for, persistence_keep)
     check_critical_wider(r, normal, critical)
     if not any(section in data for section in ("objective", "normal_range", "critical_range")):
         r.error((), "spec has nothing to alert on: give it an objective, a normal_range or both")
-    if critical is not None and normal is None:
+    if critical is not None and "normal_range" not in data:
         r.error(("critical_range",), "critical_range needs a normal_range (the narrower band) too")
     return normal, critical
 

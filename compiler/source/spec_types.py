@@ -56,6 +56,7 @@ class SLOSliLatency(TypedDict, total=False):
     selector: NotRequired[str]
     threshold: Required[int | float | list[SLOThreshold]]
     buckets: NotRequired[list[int | float]]
+    buckets_override: NotRequired[bool]
     errors: NotRequired[str | list[str]]
     total: NotRequired[str | list[str]]
 
@@ -79,6 +80,7 @@ class SLOSliQuantile(TypedDict, total=False):
     selector: NotRequired[str]
     quantile: Required[int | float]
     buckets: NotRequired[list[int | float]]
+    buckets_override: NotRequired[bool]
 
 
 class SLOSli(TypedDict, total=False):
@@ -215,7 +217,7 @@ class SLOSpec(TypedDict, total=False):
     objective: NotRequired[SLOObjective]
     normal_range: NotRequired[SLORange]
     critical_range: NotRequired[SLORange]
-    persistence: Required[SLOPersistence]
+    persistence: NotRequired[SLOPersistence]
     no_data: NotRequired[SLONoData]
     mitigation: Required[SLOMitigation]
     see_also: NotRequired[list[str]]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler import promql
@@ -85,6 +85,7 @@ class Inputs:
         self.units = STATE_UNITS if many else 1
         self.calm_units = CALM_STATE_UNITS if many else 1
         self.onset, self.settle = self._timing()
+        self.drive: Drive | None = None  # how a gauge or state expression is driven, once solved
         self._slice_values: dict[str, dict[str, str]] = {}
         taken: dict[str, set[str]] = {}
         for index, name in enumerate(self.slices):
@@ -120,7 +121,16 @@ class Inputs:
             return [value for value, _ in self._quantile_buckets()]
         if isinstance(self.sli, RatioSLI | LatencySLI):
             return [min(1.0, max(0.0, _fmt(wanted)))]
-        return [_fmt(wanted)]
+        low, high = self._gauge_reach()
+        return [min(high, max(low, _fmt(wanted)))]
+
+    def _gauge_reach(self) -> tuple[float, float]:
+        """The values a gauge reaches with inputs real series can have: what its drive allows, and
+        0..1 for a gauge whose unit is ratio (a share: more hits than requests is no input)."""
+        low, high = (self.drive.low, self.drive.high) if self.drive is not None else (-math.inf, math.inf)
+        if self.slo.unit == "ratio":
+            low, high = max(low, 0.0), min(high, 1.0)
+        return low, high
 
     def per_minute(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[float | None]]]:
         """Each raw series with its per-minute gauge value or counter increment (None: no sample)."""
@@ -137,6 +147,8 @@ class Inputs:
                         samples.append(None)
                         continue
                     slope_or_value = template.coefficient(value, rate, template.unit, units)
+                    if template.counter and slope_or_value < 0:
+                        raise InputError(_backwards(template.labels, value))
                     samples.append(_fmt(slope_or_value * 60.0 if template.counter else slope_or_value))
                 result.append((template, samples))
         return result
@@ -441,10 +453,10 @@ class Inputs:
         ]
         return labels, [(name, matchers) in counters for name, matchers in selectors]
 
-    def _solve(
-        self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool
-    ) -> tuple[int, list[float], float]:
-        """(driver index, values of the other inputs, scale) that make ``expr`` follow the driver."""
+    def _value_of(
+        self, expr: str, labels: list[dict[str, str]], counters: list[bool]
+    ) -> Callable[[Sequence[float]], float | None]:
+        """The expression's steady-state value for given input values (None unless one series)."""
 
         def value_of(values: Sequence[float]) -> float | None:
             series = [
@@ -453,58 +465,40 @@ class Inputs:
             try:
                 result = minieval.evaluate(expr, series)
             except minieval.Unsupported as exc:
-                raise InputError(f"cannot derive test inputs: {exc}") from exc
+                raise InputError(
+                    f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
+                    "for their inputs, so write it without that construct (or record that part in its own "
+                    "rule and read the recorded series)"
+                ) from exc
             if isinstance(result, float):
                 return result
             if len(result) != 1:
                 return None
             return result[0][1]
 
-        for driver in range(len(labels)):
-            others = [i for i in range(len(labels)) if i != driver]
-            for defaults in itertools.product((1.0, 0.0, 2.0), repeat=len(others)):
+        return value_of
 
-                def at(
-                    x: float,
-                    defaults: tuple[float, ...] = defaults,
-                    driver: int = driver,
-                    others: list[int] = others,
-                ) -> float | None:
-                    values = [0.0] * len(labels)
-                    for i, d in zip(others, defaults, strict=True):
-                        values[i] = d
-                    values[driver] = x
-                    return value_of(values)
-
-                if state:
-                    if at(1.0) == 1.0 and at(0.0) == 0.0:
-                        return driver, list(defaults), 1.0
-                    continue
-                one, two, half = at(1.0), at(2.0), at(0.5)
-                if one is None or two is None or half is None or one == 0 or not math.isfinite(one):
-                    continue
-                if math.isclose(two, 2 * one, rel_tol=1e-9) and math.isclose(half, 0.5 * one, rel_tol=1e-9):
-                    return driver, list(defaults), 1.0 / one
-        kind = "follows one input as 0/1" if state else "is proportional to one input"
-        raise InputError(f"cannot derive test inputs: no assignment makes the expression one that {kind}")
+    def _solve(self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool) -> Drive:
+        """How to set the inputs so ``expr`` follows the wanted value: one input scaled (or, for a
+        share such as ``hits / (hits + misses)``, one input at the share and another at the rest),
+        the others held at 0, 1 or 2."""
+        value_of = self._value_of(expr, labels, counters)
+        for drive in _candidate_drives(len(labels), state):
+            fitted = drive.fit(value_of, state)
+            if fitted is not None:
+                return fitted.within_counters(counters)
+        raise InputError(_underivable(expr, labels, state))
 
     def _driven(self, slice_name: str, expr: str, state: bool) -> list[_Template]:
         templates: list[_Template] = []
-        solution: tuple[int, list[float], float] | None = None
+        solution: Drive | None = None
         for unit in range(self.units if slice_name == "a" else self.calm_units):
             labels, counters = self._expr_series(slice_name, unit, expr)
             if solution is None:
                 solution = self._solve(expr, labels, counters, state)
-            driver, defaults, scale = solution
-            others = iter(defaults)
+                self.drive = solution
             for index, (series_labels, counter) in enumerate(zip(labels, counters, strict=True)):
-                if index == driver:
-                    if state:
-                        coefficient: Coefficient = _state_coefficient
-                    else:
-                        coefficient = _scaled(scale)
-                else:
-                    coefficient = _constant(next(others))
+                coefficient = _state_coefficient if state and index == solution.driver else solution.coefficient(index)
                 templates.append(_Template(series_labels, counter, coefficient, unit))
             templates.extend(self._info_series(slice_name, unit, promql.matching_labels(expr)))
         return templates
@@ -514,6 +508,115 @@ class Inputs:
 
     def _gauge(self, slice_name: str, sli: GaugeSLI) -> list[_Template]:
         return self._driven(slice_name, sli.expr, state=False)
+
+
+@dataclass(frozen=True)
+class Drive:
+    """Inputs as functions of the wanted value ``v``: ``driver`` at ``v * scale``, ``partner`` (a share's
+    other side) at ``1 - v * scale``, every other input held at its constant.
+
+    ``low`` and ``high`` bound the values this reaches with inputs real series can have:
+    a counter never runs backwards, and a share's two sides stay within 0..1 of their sum.
+    """
+
+    driver: int | None
+    partner: int | None
+    held: tuple[tuple[int, float], ...]
+    scale: float = 1.0
+    low: float = -math.inf
+    high: float = math.inf
+
+    def inputs(self, value: float, count: int) -> list[float]:
+        """The value of each of the ``count`` inputs that gives ``value``."""
+        values = [0.0] * count
+        for index, constant in self.held:
+            values[index] = constant
+        if self.driver is not None:
+            values[self.driver] = value * self.scale
+        if self.partner is not None:
+            values[self.partner] = 1.0 - value * self.scale
+        return values
+
+    def coefficient(self, index: int) -> Coefficient:
+        """Input ``index`` as a function of the wanted value, for the per-minute series."""
+        if index == self.driver:
+            return _scaled(self.scale)
+        if index == self.partner:
+            return _complement(self.scale)
+        return _constant(dict(self.held)[index])
+
+    def fit(self, value_of: Callable[[Sequence[float]], float | None], state: bool) -> Drive | None:
+        """This drive with its scale and reach when the expression follows it, else None."""
+        count = len(self.held) + (self.driver is not None) + (self.partner is not None)
+
+        def at(value: float) -> float | None:
+            return value_of(self.inputs(value, count))
+
+        if state:
+            return self if at(1.0) == 1.0 and at(0.0) == 0.0 else None
+        probes = (1.0, 0.5, 0.25) if self.partner is not None else (1.0, 2.0, 0.5)
+        one = at(1.0)
+        if one is None or one == 0 or not math.isfinite(one):
+            return None
+        for probe in probes[1:]:
+            got = at(probe)
+            if got is None or not math.isclose(got, probe * one, rel_tol=1e-9):
+                return None
+        if self.partner is not None and at(0.0) != 0.0:
+            return None
+        return self._reach(1.0 / one, one)
+
+    def _reach(self, scale: float, one: float) -> Drive:
+        low, high = -math.inf, math.inf
+        if self.partner is not None:  # the share v * scale within 0..1
+            low, high = min(0.0, one), max(0.0, one)
+        return Drive(self.driver, self.partner, self.held, scale, low, high)
+
+    def within_counters(self, counters: Sequence[bool]) -> Drive:
+        """A driven counter only grows: its value v * scale is at least 0."""
+        if self.driver is None or not counters[self.driver]:
+            return self
+        low, high = (max(self.low, 0.0), self.high) if self.scale > 0 else (self.low, min(self.high, 0.0))
+        return Drive(self.driver, self.partner, self.held, self.scale, low, high)
+
+
+def _candidate_drives(count: int, state: bool) -> Iterator[Drive]:
+    """Every way of driving the inputs, simplest first: one input scaled, then a share of two
+    (``hits / (hits + misses)``) or the rest of one (``(total - errors) / total``)."""
+    pairs: list[tuple[int | None, int | None]] = [(driver, None) for driver in range(count)]
+    if not state:
+        pairs += [(driver, partner) for driver in range(count) for partner in range(count) if driver != partner]
+        pairs += [(None, partner) for partner in range(count)]
+    for driver, partner in pairs:
+        others = [i for i in range(count) if i not in (driver, partner)]
+        for constants in itertools.product((1.0, 0.0, 2.0), repeat=len(others)):
+            yield Drive(driver, partner, tuple(zip(others, constants, strict=True)))
+
+
+def _backwards(labels: Mapping[str, str], value: float) -> str:
+    """A value that only a counter running backwards would give: no real series does that."""
+    return (
+        f"the value {go_float(value)} would need the counter {_series_text(labels)} to decrease, which no real "
+        "counter does, so no test may feed it; keep the bounds and scenario values within what the expression "
+        "reaches with growing counters (a share within 0..1, a rate at least 0)"
+    )
+
+
+def _underivable(expr: str, labels: Sequence[Mapping[str, str]], state: bool) -> str:
+    """Why no input follows the expression, and what to write instead."""
+    names = ", ".join(dict.fromkeys(_series_text(label) for label in labels)) or "none"
+    if state:
+        return (
+            f"cannot derive test inputs: no input of {expr!r} ({names}) turns it from 1 (good) to 0 (bad) with the "
+            "others held at 0, 1 or 2; write the state as a 0/1 comparison of one series per unit (e.g. "
+            "'kube_node_status_condition{condition=\"Ready\",status=\"true\"} == 1') so the tests can drive it"
+        )
+    return (
+        f"cannot derive test inputs: {expr!r} moves in proportion to none of its inputs ({names}) with the others "
+        "held at 0, 1 or 2, nor as a share of two of them (a / (a + b)) or the rest of one ((total - bad) / total); "
+        "the generated tests need the value to follow one input. Write it so one input scales it (e.g. "
+        "'sum by (cluster) (x) / 100'), or record the complex part in its own rule and gauge the recorded series"
+    )
 
 
 def _full(selector: Selector) -> tuple[Matcher, ...]:
@@ -527,6 +630,10 @@ def _state_coefficient(value: float, rate: float, unit: int, units: int) -> floa
 
 def _scaled(scale: float) -> Coefficient:
     return lambda value, rate, unit, units: value * scale
+
+
+def _complement(scale: float) -> Coefficient:
+    return lambda value, rate, unit, units: 1.0 - value * scale
 
 
 def _constant(constant: float) -> Coefficient:
