@@ -31,6 +31,7 @@ from typing import Any
 
 from compiler.model import SLO, LatencySLI, Model, Range, RatioSLI, StateSLI, series
 from compiler.model.links import rules_path
+from compiler.model.windows import MINUTE, WindowSource, first_hourly_point_minute, first_point_minute, minutes
 from compiler.plan import Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, quote, render_selector
 from compiler.targets import TargetError
@@ -42,8 +43,6 @@ from compiler.text.numbers import go_float
 from compiler.text.yamlout import dump
 
 TESTS_DIR = "prometheus/tests"
-MINUTE = 60_000
-DAY_MINUTES = 24 * 60
 
 
 def tests_path(slo: SLO) -> str:
@@ -52,10 +51,6 @@ def tests_path(slo: SLO) -> str:
 
 def _t(minutes: int) -> str:
     return format_duration(minutes * MINUTE)
-
-
-def _minutes(ms: int) -> int:
-    return math.ceil(ms / MINUTE)
 
 
 def _sig(value: float, digits: int = 3) -> float:
@@ -199,10 +194,10 @@ class _SpecTests:
         still builds up from partial rate windows reads as breached. Either may fire, then
         resolve once the value is whole (plus ``keep_firing_for``).
         """
-        if rule.kind == "no_data" and _minutes(rule.for_ms) < self.first:
+        if rule.kind == "no_data" and minutes(rule.for_ms) < self.first:
             return self.first
         if rule.kind == "range" and rule.spec.side == "Below" and self.inputs.ramps:
-            return self.steady + _minutes(rule.keep_firing_for_ms) + 1
+            return self.steady + minutes(rule.keep_firing_for_ms) + 1
         return 0
 
     def warming(self) -> dict[str, int]:
@@ -210,7 +205,7 @@ class _SpecTests:
         found: dict[str, int] = {}
         for rule in self.rules:
             end = self.warmup_end(rule)
-            if end and _minutes(rule.for_ms) < end:
+            if end and minutes(rule.for_ms) < end:
                 found[rule.name] = max(found.get(rule.name, 0), end)
         return found
 
@@ -283,16 +278,15 @@ class _SpecTests:
 
     def burn_times(self, rule: AlertRule) -> tuple[int, int]:
         """(minute the pair's condition first holds, minute it fires) for input constant from 0."""
+        onset = self.pair_onset(rule, self.first)
+        return onset, onset + minutes(rule.for_ms)
+
+    @staticmethod
+    def pair_onset(rule: AlertRule, data_start: int) -> int:
+        """The first minute both windows of a burn pair have a point, when their input starts at ``data_start``."""
         burn = rule.burn
         assert burn is not None
-        onsets = []
-        for window in (burn.long_ms, burn.short_ms):
-            if window >= DAY_MINUTES * MINUTE and window % (60 * MINUTE) == 0:
-                onsets.append(math.ceil(self.first / 60) * 60)  # hourly points start at the first full hour
-            else:
-                onsets.append(self.first)
-        onset = max(onsets)
-        return onset, onset + _minutes(rule.for_ms)
+        return max(first_point_minute(window, data_start) for window in (burn.long_ms, burn.short_ms))
 
     def threshold(self, rule: AlertRule) -> float:
         assert rule.burn is not None and self.slo.objective is not None
@@ -305,10 +299,10 @@ class _SpecTests:
             if rule.kind == "burn":
                 horizon = max(horizon, self.burn_times(rule)[1])
             elif rule.kind == "range" and rule.band is not None:
-                offset = _minutes(rule.band.relative.offset_ms) if rule.band.relative else 0
-                horizon = max(horizon, offset + self.steady + _minutes(rule.for_ms))
+                offset = minutes(rule.band.relative.offset_ms) if rule.band.relative else 0
+                horizon = max(horizon, offset + self.steady + minutes(rule.for_ms))
             else:
-                horizon = max(horizon, _minutes(rule.for_ms))
+                horizon = max(horizon, minutes(rule.for_ms))
         warming = self.warming()
         settled = max(warming.values(), default=0)
         horizon = max(horizon, settled + 1) + 1
@@ -348,17 +342,18 @@ class _SpecTests:
             raise InputError(f"cannot reach an error ratio over the burn threshold {theta}")
         onset, fires = self.burn_times(rule)
         stop = fires + 3
-        short = _minutes(rule.burn.short_ms)
-        keep = _minutes(rule.keep_firing_for_ms)
+        short = minutes(rule.burn.short_ms)
+        keep = minutes(rule.keep_firing_for_ms)
         incident = Timeline.constant(value, stop)
-        after = short + 70 if short >= DAY_MINUTES else short + 10
+        hourly = WindowSource.of(rule.burn.short_ms) is WindowSource.HOURLY
+        after = short + 70 if hourly else short + 10
         timeline = incident.then(0.0, after + keep + 2)
-        clears = self.clears(timeline, short, theta, stop)
+        clears = self.clears(timeline, rule.burn.short_ms, theta, stop)
         resolved = clears + 1 + keep
         timeline = Timeline(timeline.values[: resolved + 1], timeline.rates[: resolved + 1])
         group = Group(
             f"{rule.name} {rule.labels['long_window']}/{rule.labels['short_window']}: error ratio "
-            f"{go_float(value)} just over {go_float(theta)} is pending, fires after {_t(_minutes(rule.for_ms))}, "
+            f"{go_float(value)} just over {go_float(theta)} is pending, fires after {_t(minutes(rule.for_ms))}, "
             f"and resolves once the {rule.labels['short_window']} window clears",
             self.timelines(timeline, 0.0),
             self.inputs,
@@ -375,9 +370,10 @@ class _SpecTests:
         self.states_at(group, resolved, [rule], [None])
         return group
 
-    def clears(self, timeline: Timeline, short_minutes: int, theta: float, stop: int) -> int:
+    def clears(self, timeline: Timeline, short_ms: int, theta: float, stop: int) -> int:
         """The minute the short window's error ratio drops to the threshold after ``stop`` (upper bound)."""
-        if short_minutes >= DAY_MINUTES:
+        short_minutes = minutes(short_ms)
+        if WindowSource.of(short_ms) is WindowSource.HOURLY:
             return stop + short_minutes + 65
         if isinstance(self.slo.sli, StateSLI):
             recorded = EventSeries.from_states(timeline, self.inputs.units)
@@ -395,15 +391,15 @@ class _SpecTests:
         times = {self.pair(rule): self.burn_times(rule) for rule in burns}
         last = max(fires for _, fires in times.values())
         stop = last + 3
-        longest = max(_minutes(rule.burn.short_ms) for rule in burns if rule.burn) + 70
-        keep = max(_minutes(rule.keep_firing_for_ms) for rule in burns)
+        longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + 70
+        keep = max(minutes(rule.keep_firing_for_ms) for rule in burns)
         draft = Timeline.constant(1.0, stop).then(0.0, longest + keep + 2)
         resolved = {}
         cleared = {}
         for rule in burns:
             assert rule.burn is not None
-            clears = self.clears(draft, _minutes(rule.burn.short_ms), self.threshold(rule), stop)
-            resolved[self.pair(rule)] = clears + 1 + _minutes(rule.keep_firing_for_ms)
+            clears = self.clears(draft, rule.burn.short_ms, self.threshold(rule), stop)
+            resolved[self.pair(rule)] = clears + 1 + minutes(rule.keep_firing_for_ms)
             cleared[self.pair(rule)] = clears + 1
         end = max(resolved.values())
         group = Group(
@@ -447,12 +443,10 @@ class _SpecTests:
         quiet = 30
         resumed = {}
         for rule in burns:
-            onset, fires = self.burn_times(rule)
-            hourly = onset >= 60
-            start = max(quiet + self.first, math.ceil((quiet + self.first) / 60) * 60 if hourly else 0)
-            resumed[self.pair(rule)] = (start, start + (fires - onset))
+            start = self.pair_onset(rule, quiet + self.first)
+            resumed[self.pair(rule)] = (start, start + minutes(rule.for_ms))
         check = max(start for start, _ in resumed.values())
-        budget_at = max(check, 60)  # the budget reads hourly points: the first exists at the first full hour
+        budget_at = max(check, first_hourly_point_minute(self.first))  # the budget reads hourly points
         end = max(budget_at, min(fires for _, fires in resumed.values())) + 1
         timeline = Timeline((1.0,) * (quiet + 1), (0.0,) * (quiet + 1)).then(1.0, end - quiet, rate=10.0)
         group = Group(
@@ -496,7 +490,7 @@ class _SpecTests:
         return group
 
     def missing(self, rule: AlertRule) -> Group:
-        wait = _minutes(rule.for_ms)
+        wait = minutes(rule.for_ms)
         group = Group(f"{rule.name}: no input series at all, so it fires after {_t(wait)}", {}, None)
         if wait >= 2:
             group.promql.append(
@@ -552,8 +546,8 @@ class _SpecTests:
             )
         groups = []
         calm = self.calm_value()
-        wait = _minutes(rule.for_ms)
-        keep = _minutes(rule.keep_firing_for_ms)
+        wait = minutes(rule.for_ms)
+        keep = minutes(rule.keep_firing_for_ms)
         word = "max" if above else "min"
         if beyond is None:
             raise InputError(
@@ -661,9 +655,9 @@ class _SpecTests:
         if found is None:
             return None
         move, (start, moved) = found
-        offset = _minutes(rel.offset_ms)
+        offset = minutes(rel.offset_ms)
         jump = offset + self.steady + 5
-        wait = _minutes(rule.for_ms)
+        wait = minutes(rule.for_ms)
         settle = self.inputs.settle
         fires = jump + settle + wait
         active = Timeline.constant(start, jump - 1).then(moved, fires - jump + 2)

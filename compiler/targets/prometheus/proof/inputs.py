@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from compiler import promql
 from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
+from compiler.model.windows import minutes
 from compiler.promql import Matcher, synth
 from compiler.promql import evaluate as minieval
 from compiler.targets.prometheus.proof.timeline import Timeline, render_counter, render_gauge
@@ -189,8 +190,8 @@ class Inputs:
         nested ranges (subqueries of ranges) add up to how long a change takes to show.
         """
         if isinstance(self.sli, StateSLI | GaugeSLI):
-            offset = math.ceil(promql.offsets_ms(self.sli.expr) / 60_000)
-            lookback = math.ceil(promql.lookback_ms(self.sli.expr) / 60_000)
+            offset = minutes(promql.offsets_ms(self.sli.expr))
+            lookback = minutes(promql.lookback_ms(self.sli.expr))
             if isinstance(self.sli, StateSLI):
                 return offset, lookback
             # rate() and its kin need two samples, so their value exists from minute 1;

@@ -16,7 +16,6 @@ from functools import cached_property
 
 from compiler.model import Segment
 
-MINUTE = 60_000
 DEFAULT_RATE = 10.0  # events per second in synthetic ratio and latency inputs
 
 
