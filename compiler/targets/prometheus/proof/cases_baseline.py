@@ -14,12 +14,13 @@ from compiler.targets.prometheus.proof.asserts import alerts_sample, expect, fir
 from compiler.targets.prometheus.proof.context import SpecContext
 from compiler.targets.prometheus.proof.group import Group, duration_text, selector
 from compiler.targets.prometheus.proof.timeline import Timeline
+from compiler.targets.prometheus.proof.timing import STEP_MIN
 from compiler.text.numbers import go_float
 
 
 def calm_horizon(ctx: SpecContext) -> int:
     """The last minute any alert would have fired by, had the calm value breached its condition."""
-    horizon = 1
+    horizon = STEP_MIN
     for rule in ctx.rules:
         if rule.kind == "burn":
             horizon = max(horizon, timing.burn_times(rule, ctx.inputs)[1])
@@ -36,7 +37,7 @@ def calm(ctx: SpecContext) -> Group:
     calm = ctx.calm_value()
     warming = timing.warming(ctx.rules, ctx.inputs)
     settled = max(warming.values(), default=0)
-    horizon = max(calm_horizon(ctx), settled + 1) + 1
+    horizon = max(calm_horizon(ctx), settled + STEP_MIN) + STEP_MIN  # one evaluation past the last that could fire
     group = Group(
         f"calm baseline: every slice at {go_float(calm)}, nothing fires for {duration_text(horizon)}",
         ctx.timelines(Timeline.constant(calm, horizon), calm),
@@ -54,8 +55,8 @@ def missing(ctx: SpecContext, rule: AlertRule) -> Group:
     """No input series at all: the no-data alert pends, fires after its wait, and nothing else does."""
     wait = minutes(rule.for_ms)
     group = Group(f"{rule.name}: no input series at all, so it fires after {duration_text(wait)}", {}, None)
-    if wait >= 2:
-        expect(group, selector("ALERTS", {"alertname": rule.name}), wait - 1, [alerts_sample(rule, "pending", {})])
+    if (before := wait - STEP_MIN) > 0:  # pending the evaluation before it fires, when that is after the start
+        expect(group, selector("ALERTS", {"alertname": rule.name}), before, [alerts_sample(rule, "pending", {})])
     firing_exactly(ctx, group, wait, [rule], None, {})
     others = f"ALERTS{{slo={quote(ctx.slo.name)}, alertname!={quote(rule.name)}}}"
     expect(group, f"max_over_time({others}[{duration_text(wait)}])", wait, [])

@@ -23,11 +23,24 @@ from compiler.targets.prometheus.proof.asserts import (
     one_series,
     states_at,
 )
-from compiler.targets.prometheus.proof.context import SpecContext, readable
+from compiler.targets.prometheus.proof.context import ALL_BAD, SpecContext, readable
 from compiler.targets.prometheus.proof.group import Group, duration_text, label_text, selector
 from compiler.targets.prometheus.proof.inputs import InputError
-from compiler.targets.prometheus.proof.timeline import Timeline
+from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
+from compiler.targets.prometheus.proof.timing import (
+    INCIDENT_PAST_FIRING_MIN,
+    RECOVERY_SLACK_HOURLY_MIN,
+    STEP_MIN,
+)
 from compiler.text.numbers import go_float
+
+UNDER = 0.9  # just under the threshold: stays silent
+OVER = 1.1  # just over the threshold: fires
+RECOVERY_TAIL_MIN = 2  # recovery input past the latest resolution the timeline may need, before it is trimmed to it
+# keep_firing_for is checked this long before it runs out: after the clear (an upper bound with
+# CLEAR_ROUNDING_MIN to spare), so only the hold can keep the alert firing there.
+KEEP_CHECK_LEAD_MIN = 4
+ZERO_TRAFFIC_MIN = 30  # counters stand still this long: the 5m rates read 0 of 0 for most of it
 
 
 def pair(rule: AlertRule) -> str:
@@ -42,17 +55,17 @@ def _title(rule: AlertRule, text: str) -> str:
 def burn_under(ctx: SpecContext, rule: AlertRule) -> Group:
     """An error ratio just under the pair's threshold: silent when the windows first have points, and after."""
     theta = ctx.threshold(rule)
-    value = ctx.inputs.achievable(readable(0.9 * theta), below=math.nextafter(theta, 0))
+    value = ctx.inputs.achievable(readable(UNDER * theta), below=math.nextafter(theta, 0))
     if value is None:
         raise InputError(f"cannot reach an error ratio under the burn threshold {theta}")
     onset, fires = timing.burn_times(rule, ctx.inputs)
     group = Group(
         _title(rule, f"error ratio {go_float(value)} just under the threshold {go_float(theta)} stays silent"),
-        ctx.timelines(Timeline.constant(value, fires + 1), 0.0),
+        ctx.timelines(Timeline.constant(value, fires + STEP_MIN), 0.0),
         ctx.inputs,
     )
     states_at(ctx, group, onset, [rule], [None])
-    states_at(ctx, group, fires + 1, [rule], [None])
+    states_at(ctx, group, fires + STEP_MIN, [rule], [None])  # the evaluation it would have fired by
     return group
 
 
@@ -60,15 +73,16 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
     """An error ratio just over the threshold: pending, firing after ``for``, resolved once the short window clears."""
     assert rule.burn is not None
     theta = ctx.threshold(rule)
-    value = ctx.inputs.achievable(readable(1.1 * theta), above=theta)
+    value = ctx.inputs.achievable(readable(OVER * theta), above=theta)
     if value is None:
         raise InputError(f"cannot reach an error ratio over the burn threshold {theta}")
     onset, fires = timing.burn_times(rule, ctx.inputs)
-    stop = fires + 3
+    stop = fires + INCIDENT_PAST_FIRING_MIN
     keep = minutes(rule.keep_firing_for_ms)
-    timeline = Timeline.constant(value, stop).then(0.0, timing.recovery_minutes(rule.burn.short_ms) + keep + 2)
+    recovery = timing.recovery_minutes(rule.burn.short_ms) + keep + RECOVERY_TAIL_MIN
+    timeline = Timeline.constant(value, stop).then(0.0, recovery)
     clears = timing.clears(ctx.inputs, timeline, rule.burn.short_ms, theta, stop)
-    resolved = clears + 1 + keep
+    resolved = clears + STEP_MIN + keep
     group = Group(
         _title(
             rule,
@@ -80,13 +94,13 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
     )
     if fires > onset:
         states_at(ctx, group, onset, [rule], ["pending"])
-        if fires - 1 > onset:
-            states_at(ctx, group, fires - 1, [rule], ["pending"])
+        if fires - STEP_MIN > onset:
+            states_at(ctx, group, fires - STEP_MIN, [rule], ["pending"])
     firing_now = [r for r in burns if ctx.threshold(r) < value and timing.burn_times(r, ctx.inputs)[1] <= fires]
     firing_exactly(ctx, group, fires, firing_now, value, ctx.slice_a)
     states_at(ctx, group, stop, [rule], ["firing"])
-    if keep >= 5:  # still firing after the window cleared, held by keep_firing_for
-        states_at(ctx, group, clears - 4 + keep, [rule], ["firing"])
+    if keep > KEEP_CHECK_LEAD_MIN:  # still firing after the window cleared, held by keep_firing_for
+        states_at(ctx, group, clears - KEEP_CHECK_LEAD_MIN + keep, [rule], ["firing"])
     states_at(ctx, group, resolved, [rule], [None])
     return group
 
@@ -95,14 +109,16 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     """Every pair pends, fires after its own ``for``, then resolves when its short window clears."""
     times = {pair(rule): timing.burn_times(rule, ctx.inputs) for rule in burns}
     last = max(fires for _, fires in times.values())
-    stop = last + 3
-    longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + 70
+    stop = last + INCIDENT_PAST_FIRING_MIN
+    # Long enough for the slowest short window to clear, as if every one read hourly points.
+    longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + RECOVERY_SLACK_HOURLY_MIN
     keep = max(minutes(rule.keep_firing_for_ms) for rule in burns)
-    draft = Timeline.constant(1.0, stop).then(0.0, longest + keep + 2)
+    draft = Timeline.constant(ALL_BAD, stop).then(0.0, longest + keep + RECOVERY_TAIL_MIN)
     cleared = {}
     for rule in burns:
         assert rule.burn is not None
-        cleared[pair(rule)] = timing.clears(ctx.inputs, draft, rule.burn.short_ms, ctx.threshold(rule), stop) + 1
+        clears = timing.clears(ctx.inputs, draft, rule.burn.short_ms, ctx.threshold(rule), stop)
+        cleared[pair(rule)] = clears + STEP_MIN
     resolved = {pair(rule): cleared[pair(rule)] + minutes(rule.keep_firing_for_ms) for rule in burns}
     end = max(resolved.values())
     group = Group(
@@ -118,7 +134,7 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
             states.append("firing" if minute >= fires else "pending" if minute >= onset else None)
         samples = [alerts_sample(r, s, ctx.slice_a) for r, s in zip(burns, states, strict=True) if s]
         expect(group, selector("ALERTS", {"alertname": burns[0].name}), minute, sorted(samples, key=str))
-    firing_exactly(ctx, group, last, burns, 1.0, ctx.slice_a)
+    firing_exactly(ctx, group, last, burns, ALL_BAD, ctx.slice_a)
     for rule in burns:
         assert rule.burn is not None
         states_at(ctx, group, resolved[pair(rule)], [rule], [None])
@@ -130,15 +146,16 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
 
 def zero_traffic(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     """Counters that stop moving give 0 bad of 0 total, not NaN; traffic that returns alerts on time."""
-    quiet = 30
+    quiet = ZERO_TRAFFIC_MIN
     resumed = {}
     for rule in burns:
         start = timing.pair_onset(rule, quiet + ctx.first)
         resumed[pair(rule)] = (start, start + minutes(rule.for_ms))
     check = max(start for start, _ in resumed.values())
     budget_at = max(check, first_hourly_point_minute(ctx.first))  # the budget reads hourly points
-    end = max(budget_at, min(fires for _, fires in resumed.values())) + 1
-    timeline = Timeline((1.0,) * (quiet + 1), (0.0,) * (quiet + 1)).then(1.0, end - quiet, rate=10.0)
+    end = max(budget_at, min(fires for _, fires in resumed.values())) + STEP_MIN
+    # All bad while nothing counts (0 of 0), then failing traffic at the usual rate.
+    timeline = Timeline.constant(ALL_BAD, quiet, rate=0.0).then(ALL_BAD, end - quiet, rate=DEFAULT_RATE)
     group = Group(
         f"zero traffic for {duration_text(quiet)}: nothing fires and nothing is NaN; when failing traffic returns, "
         "every window sees it at once",

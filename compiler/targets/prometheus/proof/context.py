@@ -17,10 +17,21 @@ from compiler.targets.prometheus.proof import timing
 from compiler.targets.prometheus.proof.inputs import InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
 
+SIGNIFICANT_DIGITS = 3  # test values rounded this far stay readable in a failing test's output
+ALL_BAD = 1.0  # every event failing: the largest error ratio, and a full outage
+CALM_HEADROOM = 2  # a calm value sits this factor inside a one-sided bound: half an upper, twice a lower or a floor
+CALM_ABOVE_NONPOSITIVE = 1  # calm is one unit above a lower bound at or below zero, where a factor cannot move it
+CALM_UNBOUNDED = 10.0  # calm for a gauge that no static bound constrains
 
-def readable(value: float, digits: int = 3) -> float:
+
+def readable(value: float, digits: int = SIGNIFICANT_DIGITS) -> float:
     """``value`` to ``digits`` significant digits, so a failing test shows values people can read."""
     return float(f"{value:.{digits}g}")
+
+
+def halfway(low: float, high: float) -> float:
+    """The midpoint of ``low`` and ``high``: as far from either bound as a value can be."""
+    return (low + high) / 2
 
 
 @dataclass(frozen=True)
@@ -100,12 +111,12 @@ class SpecContext:
     def _calm_target(self, lo: float | None, hi: float | None) -> float:
         """The value a calm slice aims for between the highest lower and the lowest upper bound."""
         if self.events:
-            return 0.0 if lo is None else (lo + (hi if hi is not None else 1.0)) / 2
+            return 0.0 if lo is None else halfway(lo, hi if hi is not None else ALL_BAD)
         if lo is not None and hi is not None:
-            return (lo + hi) / 2
+            return halfway(lo, hi)
         if hi is not None:
-            return hi / 2 if hi > 0 else hi
+            return hi / CALM_HEADROOM if hi > 0 else hi
         if lo is not None:
-            return lo * 2 if lo > 0 else lo + 1
+            return lo * CALM_HEADROOM if lo > 0 else lo + CALM_ABOVE_NONPOSITIVE
         floor = max((b.relative.floor for b in self.bands() if b.relative), default=0.0)
-        return max(floor * 2, 10.0)
+        return max(floor * CALM_HEADROOM, CALM_UNBOUNDED)

@@ -14,8 +14,8 @@ from compiler.model.windows import MINUTE
 from compiler.promql import Matcher, format_duration, quote, render_selector
 from compiler.targets.prometheus.proof.inputs import Inputs
 from compiler.targets.prometheus.proof.timeline import Timeline
+from compiler.targets.prometheus.proof.timing import STEP_MIN
 
-STEP_MIN = 1  # one sample and one rule evaluation per minute: "+ STEP_MIN" is the next evaluation
 INTERVAL = format_duration(STEP_MIN * MINUTE)  # the inputs' sample interval and the rules' evaluation interval
 
 

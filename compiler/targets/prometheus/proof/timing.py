@@ -16,6 +16,13 @@ from compiler.targets.prometheus import AlertRule
 from compiler.targets.prometheus.proof.inputs import InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import EventSeries, Timeline
 
+STEP_MIN = 1  # one sample and one rule evaluation per minute: "+ STEP_MIN" is the next evaluation
+INCIDENT_PAST_FIRING_MIN = 3  # an incident goes on this long after its alert fires: "firing" is seen mid-incident
+RECOVERY_SLACK_MIN = 10  # a recovery outlasts its short window by the 5m rate and a few evaluations
+RECOVERY_SLACK_HOURLY_MIN = 70  # an hourly window also waits up to an hour for the point that shows the recovery
+HOURLY_CLEAR_SLACK_MIN = 65  # hourly points step on the hour, plus the 5m rate
+CLEAR_ROUNDING_MIN = 2  # float rounding near the crossing: promtool sums the window differently
+
 
 def steady_minute(inputs: Inputs) -> int:
     """The first minute the SLI value is whole: a gauge's or state's change takes ``settle`` to show."""
@@ -39,14 +46,15 @@ def burn_times(rule: AlertRule, inputs: Inputs) -> tuple[int, int]:
 def recovery_minutes(short_ms: int) -> int:
     """How long a recovery (error ratio 0) runs after an incident so the short window clears."""
     short = minutes(short_ms)
-    return short + 70 if WindowSource.of(short_ms) is WindowSource.HOURLY else short + 10
+    hourly = WindowSource.of(short_ms) is WindowSource.HOURLY
+    return short + (RECOVERY_SLACK_HOURLY_MIN if hourly else RECOVERY_SLACK_MIN)
 
 
 def clears(inputs: Inputs, timeline: Timeline, short_ms: int, theta: float, stop: int) -> int:
     """The minute the short window's error ratio drops to the threshold after ``stop`` (upper bound)."""
     short_minutes = minutes(short_ms)
     if WindowSource.of(short_ms) is WindowSource.HOURLY:
-        return stop + short_minutes + 65
+        return stop + short_minutes + HOURLY_CLEAR_SLACK_MIN
     if isinstance(inputs.sli, StateSLI):
         recorded = EventSeries.from_states(timeline, inputs.units)
     else:
@@ -56,7 +64,7 @@ def clears(inputs: Inputs, timeline: Timeline, short_ms: int, theta: float, stop
         raise InputError("the short window never clears in the recovery test")
     if isinstance(inputs.sli, StateSLI):
         minute += inputs.settle  # a state expression's offset or ranges delay every change
-    return minute + 2  # margin for float rounding near the crossing (promtool sums differently)
+    return minute + CLEAR_ROUNDING_MIN
 
 
 # -- warm-up: inputs start at minute 0, real series have history ---------------------------
@@ -73,7 +81,7 @@ def warmup_end(rule: AlertRule, inputs: Inputs) -> int:
     if rule.kind == "no_data" and minutes(rule.for_ms) < inputs.onset:
         return inputs.onset
     if rule.kind == "range" and rule.spec.side == "Below" and inputs.ramps:
-        return steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + 1
+        return steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + STEP_MIN
     return 0
 
 
