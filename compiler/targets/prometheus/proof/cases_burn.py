@@ -23,7 +23,7 @@ from compiler.targets.prometheus.proof.asserts import (
     one_series,
     states_at,
 )
-from compiler.targets.prometheus.proof.context import ALL_BAD, SpecContext, readable
+from compiler.targets.prometheus.proof.context import ALL_BAD, NONE_BAD, SpecContext, readable
 from compiler.targets.prometheus.proof.group import Group, duration_text, label_text, selector
 from compiler.targets.prometheus.proof.inputs import InputError
 from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
@@ -61,7 +61,7 @@ def burn_under(ctx: SpecContext, rule: AlertRule) -> Group:
     onset, fires = timing.burn_times(rule, ctx.inputs)
     group = Group(
         _title(rule, f"error ratio {go_float(value)} just under the threshold {go_float(theta)} stays silent"),
-        ctx.timelines(Timeline.constant(value, fires + STEP_MIN), 0.0),
+        ctx.timelines(Timeline.constant(value, fires + STEP_MIN), NONE_BAD),
         ctx.inputs,
     )
     states_at(ctx, group, onset, [rule], [None])
@@ -80,7 +80,7 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
     stop = fires + INCIDENT_PAST_FIRING_MIN
     keep = minutes(rule.keep_firing_for_ms)
     recovery = timing.recovery_minutes(rule.burn.short_ms) + keep + RECOVERY_TAIL_MIN
-    timeline = Timeline.constant(value, stop).then(0.0, recovery)
+    timeline = Timeline.constant(value, stop).then(NONE_BAD, recovery)
     clears = timing.clears(ctx.inputs, timeline, rule.burn.short_ms, theta, stop)
     resolved = clears + STEP_MIN + keep
     group = Group(
@@ -89,7 +89,7 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
             f"error ratio {go_float(value)} just over {go_float(theta)} is pending, fires after "
             f"{duration_text(minutes(rule.for_ms))}, and resolves once the {rule.labels['short_window']} window clears",
         ),
-        ctx.timelines(Timeline(timeline.values[: resolved + 1], timeline.rates[: resolved + 1]), 0.0),
+        ctx.timelines(timeline.until(resolved), NONE_BAD),
         ctx.inputs,
     )
     if fires > onset:
@@ -113,7 +113,7 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     # Long enough for the slowest short window to clear, as if every one read hourly points.
     longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + RECOVERY_SLACK_HOURLY_MIN
     keep = max(minutes(rule.keep_firing_for_ms) for rule in burns)
-    draft = Timeline.constant(ALL_BAD, stop).then(0.0, longest + keep + RECOVERY_TAIL_MIN)
+    draft = Timeline.constant(ALL_BAD, stop).then(NONE_BAD, longest + keep + RECOVERY_TAIL_MIN)
     cleared = {}
     for rule in burns:
         assert rule.burn is not None
@@ -124,7 +124,7 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     group = Group(
         "full outage: every burn-rate pair goes pending, fires after its own `for`, and resolves once its "
         "short window clears while the long window still shows the incident",
-        ctx.timelines(Timeline(draft.values[: end + 1], draft.rates[: end + 1]), 0.0),
+        ctx.timelines(draft.until(end), NONE_BAD),
         ctx.inputs,
     )
     for minute in sorted({t for pair_times in times.values() for t in pair_times}):
@@ -159,7 +159,7 @@ def zero_traffic(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     group = Group(
         f"zero traffic for {duration_text(quiet)}: nothing fires and nothing is NaN; when failing traffic returns, "
         "every window sees it at once",
-        ctx.timelines(timeline, 0.0),
+        ctx.timelines(timeline, NONE_BAD),
         ctx.inputs,
     )
     nothing_until(group, quiet, {"slo": ctx.slo.name, "alertstate": "firing"})

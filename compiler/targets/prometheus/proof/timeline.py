@@ -50,6 +50,10 @@ class Timeline:
             self.rates + (self.rates[-1] if rate is None else rate,) * minutes,
         )
 
+    def until(self, minute: int) -> Timeline:
+        """The timeline up to and including ``minute``."""
+        return Timeline(self.values[: minute + 1], self.rates[: minute + 1])
+
     @staticmethod
     def from_segments(segments: Sequence[Segment], rate: float = DEFAULT_RATE) -> Timeline:
         values: list[float | None] = []
