@@ -36,11 +36,9 @@ from compiler.text.numbers import go_float
 
 UNDER = 0.9  # just under the threshold: stays silent
 OVER = 1.1  # just over the threshold: fires
-RECOVERY_TAIL_MIN = 2  # recovery input past the latest resolution the timeline may need, before it is trimmed to it
-# keep_firing_for is checked this long before it runs out: after the clear (an upper bound with
-# CLEAR_ROUNDING_MIN to spare), so only the hold can keep the alert firing there.
-KEEP_CHECK_LEAD_MIN = 4
-ZERO_TRAFFIC_MIN = 30  # counters stand still this long: the 5m rates read 0 of 0 for most of it
+RECOVERY_TAIL_MIN = 2  # recovery input past the latest resolution it may need, before the timeline is trimmed
+KEEP_CHECK_LEAD_MIN = 4  # checked this long before keep_firing_for ends: after the upper-bound clear, held only
+ZERO_TRAFFIC_MIN = 30  # counters stand still for six 5m windows: every rate reads 0 of 0, and nothing is NaN
 
 
 def pair(rule: AlertRule) -> str:
