@@ -37,7 +37,7 @@ from compiler.text.numbers import go_float
 UNDER = 0.9  # just under the threshold: stays silent
 OVER = 1.1  # just over the threshold: fires
 RECOVERY_TAIL_MIN = 2  # recovery input past the latest resolution it may need, before the timeline is trimmed
-KEEP_CHECK_LEAD_MIN = 4  # checked this long before keep_firing_for ends: after the upper-bound clear, held only
+KEEP_CHECK_LEAD_MIN = 4  # checked this long before keep_firing_for ends: after the clear, so only the hold fires it
 ZERO_TRAFFIC_MIN = 30  # counters stand still for six 5m windows: every rate reads 0 of 0, and nothing is NaN
 
 
