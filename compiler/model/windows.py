@@ -88,8 +88,13 @@ def first_point_minute(window_ms: int, first_minute: int) -> int:
     has its first point at the first full hour after the input starts.
     """
     if WindowSource.of(window_ms) is WindowSource.HOURLY:
-        return math.ceil(first_minute / 60) * 60
+        return first_hourly_point_minute(first_minute)
     return first_minute
+
+
+def first_hourly_point_minute(first_minute: int) -> int:
+    """The first minute a subquery at 1h steps (``[w:1h]``) has a point: the first full hour of its input."""
+    return math.ceil(first_minute / 60) * 60
 
 
 def minutes(ms: int) -> int:

@@ -26,9 +26,10 @@ from dataclasses import dataclass
 
 from compiler import promql
 from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
+from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
 from compiler.promql import Matcher, synth
 from compiler.promql import evaluate as minieval
-from compiler.targets.prometheus.proof.timeline import Timeline, render_counter, render_gauge
+from compiler.targets.prometheus.proof.timeline import SAMPLE_SECONDS, Timeline, render_counter, render_gauge
 from compiler.text.numbers import clean_number, go_float
 
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
@@ -36,6 +37,10 @@ CALM_STATE_UNITS = 4  # the calm slice only needs to exist
 SLICE_NAMES = ("a", "b")
 # Labels tried, in order, to tell a state SLI's units apart when the spec names none.
 UNIT_LABEL_CANDIDATES = ("node", "instance", "pod", "unit")
+FIRST_RATE_MINUTE = 1  # rate() needs two samples: inputs from minute 0 give a first value at minute 1
+TOTAL_LABEL_VARIANTS = 4  # label sets tried for a total series that must not also be an event series
+HELD_INPUT_VALUES = (1.0, 0.0, 2.0)  # values tried, in order, for the inputs a driven expression holds still
+LINEAR_TOLERANCE = 1e-9  # float noise allowed when checking that an expression is proportional to its driver
 
 # value, rate (events/s), unit index, units -> gauge value or counter slope (per second)
 Coefficient = Callable[[float, float, int, int], float]
@@ -149,7 +154,7 @@ class Inputs:
                     slope_or_value = template.coefficient(value, rate, template.unit, units)
                     if template.counter and slope_or_value < 0:
                         raise InputError(_backwards(template.labels, value))
-                    samples.append(_fmt(slope_or_value * 60.0 if template.counter else slope_or_value))
+                    samples.append(_fmt(slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value))
                 result.append((template, samples))
         return result
 
@@ -183,7 +188,7 @@ class Inputs:
                     value = total
                 else:
                     value = sample
-                lines.append(f"{name}{{{labels}}} {value!r} {start_seconds + minute * 60}")
+                lines.append(f"{name}{{{labels}}} {value!r} {start_seconds + minute * MINUTE // SECOND}")
         text = []
         for name in sorted(families):
             # "unknown" keeps each sample name equal to its family name (OpenMetrics counters would need
@@ -201,8 +206,8 @@ class Inputs:
         nested ranges (subqueries of ranges) add up to how long a change takes to show.
         """
         if isinstance(self.sli, StateSLI | GaugeSLI):
-            offset = math.ceil(promql.offsets_ms(self.sli.expr) / 60_000)
-            lookback = math.ceil(promql.lookback_ms(self.sli.expr) / 60_000)
+            offset = minutes(promql.offsets_ms(self.sli.expr))
+            lookback = minutes(promql.lookback_ms(self.sli.expr))
             if isinstance(self.sli, StateSLI):
                 return offset, lookback
             # rate() and its kin need two samples, so their value exists from minute 1;
@@ -210,8 +215,9 @@ class Inputs:
             ranges = promql.analyse(self.sli.expr).ranges_ms
             calls = promql.range_calls(self.sli.expr)
             two_samples = len(calls) == len(ranges) and all(f in promql.TWO_SAMPLE_FUNCTIONS for f, _ in calls)
-            return (1 if ranges and two_samples else 0) + offset, lookback
-        return 1, 5
+            return (FIRST_RATE_MINUTE if ranges and two_samples else 0) + offset, lookback
+        # Event SLIs read the 5m rate: a change shows fully once its window holds only the change.
+        return FIRST_RATE_MINUTE, minutes(RAW_RANGE_MS)
 
     @property
     def ramps(self) -> bool:
@@ -352,7 +358,7 @@ class Inputs:
         event_labels = self._labels_for(events[0], fixed, "bad events" if sli.bad else "good events")
         other_labels = None
         for selector in sli.total:
-            for variant in range(4):
+            for variant in range(TOTAL_LABEL_VARIANTS):
                 candidate = synth.series_labels((*_name_matcher(selector.metric), *selector.matchers), fixed, variant)
                 if candidate is None:
                     continue
@@ -560,7 +566,7 @@ class Drive:
             return None
         for probe in probes[1:]:
             got = at(probe)
-            if got is None or not math.isclose(got, probe * one, rel_tol=1e-9):
+            if got is None or not math.isclose(got, probe * one, rel_tol=LINEAR_TOLERANCE):
                 return None
         if self.partner is not None and at(0.0) != 0.0:
             return None
@@ -589,7 +595,7 @@ def _candidate_drives(count: int, state: bool) -> Iterator[Drive]:
         pairs += [(None, partner) for partner in range(count)]
     for driver, partner in pairs:
         others = [i for i in range(count) if i not in (driver, partner)]
-        for constants in itertools.product((1.0, 0.0, 2.0), repeat=len(others)):
+        for constants in itertools.product(HELD_INPUT_VALUES, repeat=len(others)):
             yield Drive(driver, partner, tuple(zip(others, constants, strict=True)))
 
 

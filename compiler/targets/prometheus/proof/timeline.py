@@ -15,9 +15,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from compiler.model import Segment
+from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
 
-MINUTE = 60_000
 DEFAULT_RATE = 10.0  # events per second in synthetic ratio and latency inputs
+SAMPLE_SECONDS = MINUTE / SECOND  # inputs are sampled once a minute; a float, as rate() computes in seconds
+RATE_WINDOW_MIN = minutes(RAW_RANGE_MS)  # the recorded rate's window, in one-minute samples
+RATE_WINDOW_SECONDS = RAW_RANGE_MS / SECOND  # what rate() divides the window's increase by
+EXTRAPOLATION_THRESHOLD = 1.1  # Prometheus extrapolates to a window edge only across a gap under 1.1x the average
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,10 @@ class Timeline:
             self.values + (value,) * minutes,
             self.rates + (self.rates[-1] if rate is None else rate,) * minutes,
         )
+
+    def until(self, minute: int) -> Timeline:
+        """The timeline up to and including ``minute``."""
+        return Timeline(self.values[: minute + 1], self.rates[: minute + 1])
 
     @staticmethod
     def from_segments(segments: Sequence[Segment], rate: float = DEFAULT_RATE) -> Timeline:
@@ -90,22 +98,25 @@ def _rate5m(samples: Sequence[float | None], minute: int) -> float | None:
     its first sample, and with samples at both ends there is nothing to extrapolate.
     """
     window = [
-        (m, samples[m]) for m in range(max(0, minute - 5), minute + 1) if m < len(samples) and samples[m] is not None
+        (m, samples[m])
+        for m in range(max(0, minute - RATE_WINDOW_MIN), minute + 1)
+        if m < len(samples) and samples[m] is not None
     ]
     if len(window) < 2:
         return None
     (first_m, first), (last_m, last) = window[0], window[-1]
     assert first is not None and last is not None
-    sampled = (last_m - first_m) * 60.0
-    start_gap = (first_m - (minute - 5)) * 60.0
-    end_gap = (minute - last_m) * 60.0
+    sampled = (last_m - first_m) * SAMPLE_SECONDS
+    start_gap = (first_m - (minute - RATE_WINDOW_MIN)) * SAMPLE_SECONDS
+    end_gap = (minute - last_m) * SAMPLE_SECONDS
     average = sampled / (len(window) - 1)
     zero = sampled * (first / (last - first)) if last > first and first >= 0 else math.inf
     start_gap = min(start_gap, zero)
     interval = sampled
-    interval += start_gap if start_gap < average * 1.1 else average / 2
-    interval += end_gap if end_gap < average * 1.1 else average / 2
-    return (last - first) * (interval / sampled) / 300.0
+    # Across a longer gap Prometheus extrapolates half an average interval.
+    interval += start_gap if start_gap < average * EXTRAPOLATION_THRESHOLD else average / 2
+    interval += end_gap if end_gap < average * EXTRAPOLATION_THRESHOLD else average / 2
+    return (last - first) * (interval / sampled) / RATE_WINDOW_SECONDS
 
 
 def _rates5m(samples: Sequence[float | None]) -> tuple[float | None, ...]:
@@ -115,9 +126,10 @@ def _rates5m(samples: Sequence[float | None]) -> tuple[float | None, ...]:
         missing.append(missing[-1] + (sample is None))
     rates: list[float | None] = []
     for minute, last in enumerate(samples):
-        first = samples[minute - 5] if minute >= 5 else None
-        if last is not None and first is not None and missing[minute + 1] == missing[minute - 5]:
-            rates.append((last - first) / 300.0)
+        back = minute - RATE_WINDOW_MIN
+        first = samples[back] if back >= 0 else None
+        if last is not None and first is not None and missing[minute + 1] == missing[back]:
+            rates.append((last - first) / RATE_WINDOW_SECONDS)
         else:
             rates.append(_rate5m(samples, minute))
     return tuple(rates)
@@ -132,8 +144,9 @@ class EventSeries:
 
     @staticmethod
     def from_counters(timeline: Timeline) -> EventSeries:
-        bad_inc = [None if v is None else 60.0 * r * v for v, r in zip(timeline.values, timeline.rates, strict=True)]
-        total_inc = [None if v is None else 60.0 * r for v, r in zip(timeline.values, timeline.rates, strict=True)]
+        pairs = list(zip(timeline.values, timeline.rates, strict=True))
+        bad_inc = [None if v is None else SAMPLE_SECONDS * r * v for v, r in pairs]
+        total_inc = [None if v is None else SAMPLE_SECONDS * r for v, r in pairs]
         return EventSeries(_rates5m(_counter(bad_inc)), _rates5m(_counter(total_inc)))
 
     @staticmethod
