@@ -55,7 +55,7 @@ sli:
     expr: 'sum by (cluster, resource) (rate(apiserver_request_total{{verb="LIST",shard="{i}"}}[2m]))'
 unit: per_second
 normal_range:
-  min: 0
+  min: 0.5
   max: 1000
   relative: {{offset: 1h, max_factor: 3, floor: 50}}
 """,
