@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from compiler import promql
 from compiler.model import (
     SLI,
     GaugeSLI,
@@ -23,7 +24,6 @@ from compiler.model import (
     Unit,
 )
 from compiler.model.buckets import KNOWN_BUCKETS
-from compiler import promql
 from compiler.promql import Matcher, matchsets
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader
