@@ -29,7 +29,8 @@ The package, in the order a case is built:
   clears, and the warm-up (read from ``compiler.model.windows``, as the rules are);
 - ``group`` and ``asserts``: a promtool test group and the checks written into it;
 - ``cases_baseline`` (calm, no input at all), ``cases_burn`` (under, over, outage, zero
-  traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared);
+  traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
+  ``cases_first_event`` (counters created on their first event: targets up, targets down);
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
