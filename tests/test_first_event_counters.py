@@ -10,13 +10,19 @@ positioned error.
 
 from __future__ import annotations
 
+import json
 import subprocess
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests import engines
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
@@ -213,3 +219,90 @@ def test_marker_on_a_ratio_sli_is_a_positioned_error(run_cli: RunCli, tmp_path: 
     )
     stderr = validate_errors(run_cli, tmp_path)
     assert f"{SLO}:14:5:" in stderr and "absent_as_zero_while" in stderr, stderr
+
+
+# -- end to end: a real Prometheus scraping a real target -------------------------------
+
+SCHEDULER_RULES = (
+    Path(__file__).resolve().parent.parent / "generated" / "prometheus" / "rules" / "scheduler-errors.rules.yaml"
+)
+E2E_TIMEOUT_S = 45  # bounds each wait: rules every 2s, `for` capped at 6s, scrapes every 1s
+HEALTHY_HOLD_S = 10  # longer than the capped `for` plus two evaluations
+
+
+def fast_scheduler_rules(workdir: Path) -> Path:
+    """scheduler-errors' generated rules, evaluated every 2s with every `for` at 6s."""
+    document = yaml.safe_load(SCHEDULER_RULES.read_text(encoding="utf-8"))
+    for group in document["groups"]:
+        group["interval"] = "2s"
+        for rule in group["rules"]:
+            if "for" in rule:
+                rule["for"] = "6s"
+    path = workdir / "scheduler-errors.rules.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+class _SchedulerMetrics(BaseHTTPRequestHandler):
+    """A kube-scheduler stand-in whose /metrics has no scheduler_schedule_attempts_total (no error yet)."""
+
+    def do_GET(self) -> None:
+        body = b'# TYPE scheduler_pending_pods gauge\nscheduler_pending_pods{queue="active"} 0\n'
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain; version=0.0.4")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        return
+
+
+@contextmanager
+def scheduler_target() -> Iterator[ThreadingHTTPServer]:
+    """The stand-in served on a free loopback port; the test may shut it down early (targets gone)."""
+    server = ThreadingHTTPServer(("127.0.0.1", engines.free_port()), _SchedulerMetrics)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def prometheus_args(workdir: Path, target: int, port: int) -> list[str]:
+    config = {
+        "global": {"evaluation_interval": "2s", "scrape_interval": "1s", "scrape_timeout": "500ms"},
+        "rule_files": [str(fast_scheduler_rules(workdir))],
+        "scrape_configs": [
+            {
+                "job_name": "kube-scheduler",
+                "static_configs": [{"targets": [f"127.0.0.1:{target}"], "labels": {"cluster": "c1"}}],
+            }
+        ],
+    }
+    (workdir / "prometheus.yml").write_text(json.dumps(config), encoding="utf-8")
+    return [
+        "prometheus",
+        f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={workdir / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+    ]
+
+
+def test_real_prometheus_healthy_scheduler_raises_nothing_and_a_gone_one_fires_no_data(tmp_path: Path) -> None:
+    port = engines.free_port()
+    with scheduler_target() as target:
+        args = prometheus_args(tmp_path, target.server_address[1], port)
+        with engines.serving(args, port, tmp_path / "prometheus.log") as url:
+            prom = engines.Prometheus(url)
+            value = 'slo:sli_value:gauge{slo="scheduler-errors",cluster="c1"} == 0'
+            assert engines.wait_until(lambda: bool(prom.query(value)), E2E_TIMEOUT_S), "the healthy value never read 0"
+            time.sleep(HEALTHY_HOLD_S)  # past every `for` with the value present: nothing may pend or fire
+            assert prom.query('ALERTS{slo="scheduler-errors"}') == []
+            assert prom.query(value)
+            target.shutdown()  # the scheduler is gone: its scrapes fail and up drops to 0
+            no_data = 'ALERTS{alertname="SchedulerErrorsNoData",alertstate="firing"}'
+            assert engines.wait_until(lambda: bool(prom.query(no_data)), E2E_TIMEOUT_S), "no-data never fired"
+            assert prom.query('up{job="kube-scheduler"} == 0')
+            assert prom.query('slo:sli_value:gauge{slo="scheduler-errors"}') == []
