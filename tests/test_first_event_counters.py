@@ -218,7 +218,7 @@ def test_marker_on_a_ratio_sli_is_a_positioned_error(run_cli: RunCli, tmp_path: 
         encoding="utf-8",
     )
     stderr = validate_errors(run_cli, tmp_path)
-    assert f"{SLO}:14:5:" in stderr and "absent_as_zero_while" in stderr, stderr
+    assert f"{SLO}:14:5: unknown key 'absent_as_zero_while' in sli.ratio; it is a field of sli.gauge only" in stderr
 
 
 # -- end to end: a real Prometheus scraping a real target -------------------------------
