@@ -139,6 +139,9 @@ class StateSLI:
 class GaugeSLI:
     expr: str
     aggregate: str
+    # PromQL with a series above 0 per slice while the component is up: the value is 0 there when
+    # expr has no series (its counters are created on their first event), absent when it is gone.
+    absent_as_zero_while: str | None = None
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,18 @@ def _zero_fallback(expr: str, slo: SLO) -> str:
     return f"(\n{_indent(expr)}\n)\nor {_on(slo.slice.by)}\n  0 * {series.recorded(series.TOTAL_5M, slo)}"
 
 
+def _zero_while(expr: str, presence: str, slice_: Slice) -> str:
+    """``expr``, or 0 in each slice where ``presence`` has a series above 0 and ``expr`` has none.
+
+    For counters created on their first event: while their component's targets are up the value
+    reads 0, and once the targets are gone (``up`` absent or 0) it is absent, so no-data fires.
+    The fallback carries the slice labels the presence series have, and no others; this function
+    takes the presence expression so a component's own ``up`` selector can be passed in later.
+    """
+    present = f"max{_by(slice_.by)} (\n{_indent(presence)}\n) > 0"
+    return f"(\n{_indent(expr)}\n)\nor {_on(slice_.by)}\n  0 * (\n{_indent(present, 4)}\n  )"
+
+
 def total_and_bad(slo: SLO) -> tuple[str, str]:
     """The 5m total and bad event rates of an event SLI, summed by slice."""
     sli = slo.sli
@@ -133,7 +145,8 @@ def value(slo: SLO) -> str:
     sli = slo.sli
     by = _by(slo.slice.by)
     if isinstance(sli, GaugeSLI):
-        return f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
+        gauge = f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
+        return _zero_while(gauge, sli.absent_as_zero_while, slo.slice) if sli.absent_as_zero_while else gauge
     if isinstance(sli, QuantileSLI):
         bucket = render_selector(f"{sli.histogram}_bucket", sli.matchers)
         keep = [lbl.BUCKET_BOUND, *slo.slice.by]

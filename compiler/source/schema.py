@@ -110,6 +110,7 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
             hint = suggest(key, allowed) if diagnostics.accepts(where.path) else ""  # not shown anyway
             if not hint and path and _is_top_level(document, key):
                 hint = f"; '{key}' is a top-level field: move it out of {_field(path)}"
+            hint = hint or _gauge_only_hint(key, path)
             diagnostics.error(where, f"unknown key '{key}' {_where(path)}{hint}")
         return
     if error.validator == "required":
@@ -176,6 +177,20 @@ def validate_document(document: Document, diagnostics: Diagnostics) -> str | Non
     """Validate one document; returns its kind when it is schema-valid, else None."""
     checked = check_document(document, diagnostics)
     return checked.kind if checked is not None and checked.valid else None
+
+
+def _gauge_only_hint(key: str, path: tuple[str | int, ...]) -> str:
+    """Say why ``absent_as_zero_while`` is not needed outside a gauge, where users reach for it first.
+
+    A ratio's ``bad`` and a latency SLI's ``errors`` already read 0 in every slice whose total
+    has series; only a gauge over first-event counters has nothing to fall back on.
+    """
+    if key != "absent_as_zero_while" or path[:1] != ("sli",):
+        return ""
+    return (
+        "; it is a field of sli.gauge only: a ratio's bad and a latency SLI's errors already read 0 in every "
+        "slice whose total has series, so drop it here"
+    )
 
 
 @dataclass(frozen=True)

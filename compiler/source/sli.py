@@ -10,6 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+from compiler import promql
 from compiler.model import (
     SLI,
     GaugeSLI,
@@ -69,7 +70,29 @@ def read_sli(r: SpecReader, slice_: Slice) -> SLI | None:
     expr = r.expression((*base, "expr"), slice_.matchers, selectors_keep)
     if kind == "state":
         return StateSLI(expr)
-    return GaugeSLI(expr, body.get("aggregate", "sum"))
+    return GaugeSLI(expr, body.get("aggregate", "sum"), read_absent_as_zero_while(r, slice_, body, expr))
+
+
+def read_absent_as_zero_while(r: SpecReader, slice_: Slice, body: Mapping[str, Any], expr: str) -> str | None:
+    """The presence expression under which a gauge over first-event counters reads absent as 0.
+
+    It is read like ``expr`` (slice selector added, slice labels kept) so its series fall in the
+    same slices. Without a counter in ``expr`` an absent value is a real gap, not a counter that has
+    not been created yet, and reading it as 0 would hide it: that is refused.
+    """
+    key: PathKey = ("sli", "gauge", "absent_as_zero_while")
+    if "absent_as_zero_while" not in body:
+        return None
+    presence = r.expression(key, slice_.matchers, slice_.source_labels)
+    if not promql.counter_selectors(expr):
+        r.error(
+            key,
+            "absent_as_zero_while reads a missing value as 0 only for counters created on their first event, "
+            "but sli.gauge.expr reads no counter (no rate() or increase() of a counter): a gauge with no series "
+            "is really missing, and the no-data alert must say so; drop absent_as_zero_while",
+            at_key=True,
+        )
+    return presence
 
 
 def read_buckets(r: SpecReader, base: PathKey, body: dict[str, Any]) -> tuple[float, ...]:

@@ -70,6 +70,7 @@ class SLOSliGauge(TypedDict, total=False):
     """A value judged against the normal range."""
     expr: Required[str]
     aggregate: NotRequired[Literal['sum', 'max', 'min', 'avg']]
+    absent_as_zero_while: NotRequired[str]
 
 
 class SLOSliQuantile(TypedDict, total=False):

@@ -29,7 +29,8 @@ The package, in the order a case is built:
   clears, and the warm-up (read from ``compiler.model.windows``, as the rules are);
 - ``group`` and ``asserts``: a promtool test group and the checks written into it;
 - ``cases_baseline`` (calm, no input at all), ``cases_burn`` (under, over, outage, zero
-  traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared);
+  traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
+  ``cases_first_event`` (counters created on their first event: targets up, targets down);
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
@@ -41,7 +42,13 @@ from compiler.model import SLO, LatencySLI, RatioSLI
 from compiler.model.links import rules_path
 from compiler.plan import Plan
 from compiler.targets import TargetError
-from compiler.targets.prometheus.proof import cases_baseline, cases_burn, cases_range, cases_scenario
+from compiler.targets.prometheus.proof import (
+    cases_baseline,
+    cases_burn,
+    cases_first_event,
+    cases_range,
+    cases_scenario,
+)
 from compiler.targets.prometheus.proof.context import SpecContext
 from compiler.targets.prometheus.proof.group import INTERVAL, Group
 from compiler.targets.prometheus.proof.inputs import InputError
@@ -70,6 +77,10 @@ def groups(ctx: SpecContext) -> list[Group]:
             found.extend(cases_range.range_groups(ctx, rule))
         elif rule.kind == "no_data":
             found.append(cases_baseline.missing(ctx, rule))
+            if cases_first_event.applies(ctx):
+                found.append(cases_first_event.targets_down(ctx, rule))
+    if cases_first_event.applies(ctx):
+        found.append(cases_first_event.not_created_yet(ctx))
     for scenario in ctx.slo.scenarios:
         found.append(cases_scenario.scenario(ctx, scenario))
     return found

@@ -43,10 +43,14 @@ class Group:
     inputs: Inputs | None
     promql: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    extra_series: list[dict[str, str]] = field(default_factory=list)  # input beyond the timelines
 
     def to_test(self) -> dict[str, Any]:
         test: dict[str, Any] = {"name": self.name, "interval": INTERVAL}
-        test["input_series"] = self.inputs.input_series(self.timelines) if self.inputs else []
+        test["input_series"] = [
+            *(self.inputs.input_series(self.timelines) if self.inputs else []),
+            *self.extra_series,
+        ]
         if self.promql:
             test["promql_expr_test"] = sorted(self.promql, key=lambda p: (p["eval_time_m"], p["expr"]))
         if self.alerts:

@@ -168,6 +168,21 @@ class Inputs:
             for template, samples in self.per_minute(timelines)
         ]
 
+    def presence_series(self, value: float, minutes: int) -> list[dict[str, str]]:
+        """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice.
+
+        A gauge over counters created on their first event is proven with these only: the
+        component's targets up (1) or down (0), and its counters not created yet.
+        """
+        sli = self.sli
+        assert isinstance(sli, GaugeSLI) and sli.absent_as_zero_while is not None
+        found: dict[str, None] = {}
+        for name in self.slices:
+            labels, _ = self._expr_series(name, 0, sli.absent_as_zero_while)
+            found.update((_series_text(series), None) for series in labels)
+        values = render_gauge([value] * (minutes + 1))
+        return [{"series": series, "values": values} for series in found]
+
     def openmetrics(self, timelines: Mapping[str, Timeline], start_seconds: int) -> str:
         """The same inputs as OpenMetrics text with timestamps one minute apart, for backfilling a real TSDB."""
         families: dict[str, list[str]] = {}
