@@ -253,3 +253,30 @@ def test_quantile_inputs_have_no_series_for_dropped_edges_and_pass(
     assert edges, tests
     assert not edges & dropped
     assert {0.1, 1.0, 5.0} <= edges
+
+
+def test_job_matcher_in_the_sli_next_to_a_component_is_an_error_at_that_selector(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    set_profile(spec_tree, KPS)
+    use_component(slo_file)
+    edit(
+        slo_file,
+        "    total: coredns_dns_responses_total\n",
+        "    total: 'coredns_dns_responses_total{job=\"coredns\"}'\n",
+    )
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{SLO}:13:12")
+    assert message.startswith("sli.ratio.total matches on job and slice.component 'coredns' gives it"), message
+
+
+def test_job_matcher_in_a_latency_selector_next_to_a_component_is_an_error(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    set_profile(spec_tree, KPS)
+    edit(slo_file, """  selector: '{job="kube-dns"}'\n""", "  component: apiserver\n")
+    sli = ETCD_LATENCY.format(threshold="0.1").replace(
+        "    threshold:", '    selector: \'{operation!~"list.*",job="apiserver"}\'\n    threshold:'
+    )
+    edit(slo_file, ORIGINAL_SLI, sli)
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{SLO}:13:15")
+    assert message.startswith("sli.latency.selector matches on job and slice.component 'apiserver'"), message

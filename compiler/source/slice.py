@@ -87,3 +87,43 @@ def read_component(r: SpecReader, component: str | None, selector: tuple[Matcher
                 f"{matcher.name} matcher, so switching the stack changes it",
             )
     return found
+
+
+_SLI_SELECTOR_FIELDS = ("selector", "bad", "good", "total", "errors", "expr")
+
+
+def check_sli_leaves_component_labels(r: SpecReader) -> None:
+    """The SLI's own selectors must not match on the labels the component gives (job), like slice.selector.
+
+    A job matcher there would pin one stack's job value next to the profile's, so the SLI
+    would read nothing on the other stack.
+    """
+    component = r.get(("slice", "component"))
+    found = r.profile.component(component) if r.profile is not None and isinstance(component, str) else None
+    sli = r.get(("sli",))
+    if not found or not isinstance(sli, dict) or len(sli) != 1:
+        return
+    labels = {matcher.name for matcher in found}
+    kind, body = next(iter(sli.items()))
+    for field in _SLI_SELECTOR_FIELDS:
+        value = body.get(field) if isinstance(body, dict) else None
+        texts: list[tuple[PathKey, str]] = [((field,), value)] if isinstance(value, str) else []
+        if isinstance(value, list):
+            texts = [((field, index), text) for index, text in enumerate(value) if isinstance(text, str)]
+        for where, text in texts:
+            named = _matched_labels(f"slo_placeholder{text.strip()}" if text.strip().startswith("{") else text)
+            for label in sorted(named & labels):
+                r.error(
+                    ("sli", kind, *where),
+                    f"sli.{kind}.{field} matches on {label} and slice.component '{component}' gives it from the "
+                    f"scrape profile ({r.profile.stack if r.profile else ''}: {promql.render_selector(None, found)}):"
+                    f" drop the {label} matcher, so switching the stack changes it",
+                )
+
+
+def _matched_labels(text: str) -> set[str]:
+    """Label names any selector of ``text`` matches on; none when it does not parse (reported elsewhere)."""
+    try:
+        return {matcher.name for _, matchers in promql.analyse(text).selectors for matcher in matchers}
+    except PromQLError:
+        return set()
