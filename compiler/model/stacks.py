@@ -48,11 +48,13 @@ def _edges(text: str) -> tuple[float, ...]:
 _KPS_DROPPED = _edges("0.15 0.2 0.3 0.35 0.4 0.45 0.6 0.7 0.8 0.9 1.25 1.5 1.75 2 3 3.5 4 4.5 6 7 8 9 15 20 40 45 50")
 _KPS_RELABELING = "its apiserver ServiceMonitor metricRelabelings, charts/kube-prometheus-stack/values.yaml:1742"
 
-# kube-prometheus (jsonnet) since 69d9636b, components/k8s-control-plane.libsonnet line 327. The library review
-# lists {0.15, 0.25, ..., 15, 25, 30, 50} without enumerating the elided edges; only the edges it names are
-# here (NOT VERIFIED beyond them: list the rest in project.yaml scrape_profile.dropped_buckets). Its regex has no
-# (\.0)?, so on Prometheus 3 (le="30.0") nothing is dropped; the library targets Prometheus 2.42.
-_KP_DROPPED = _edges("0.15 0.25 15 25 30 50")
+# kube-prometheus (jsonnet), components/k8s-control-plane.libsonnet (serviceMonitorApiserver metricRelabelings):
+#   regex: apiserver_request_duration_seconds_bucket;(0.15|0.25|0.3|0.35|0.4|0.45|0.6|0.7|0.8|0.9|1.25|1.5|1.75|
+#          2.5|3|3.5|4.5|6|7|8|9|15|25|30|50)
+# (read at ddaa90f7). Since 69d9636b (October 2024, line 327) the same edges are dropped for the etcd and SLI
+# histograms too (library review; the widened name list is not re-read here). The regex has no (\.0)?, so on
+# Prometheus 3 (le="30.0") nothing is dropped; the library targets Prometheus 2.42, where the drop applies.
+_KP_DROPPED = _edges("0.15 0.25 0.3 0.35 0.4 0.45 0.6 0.7 0.8 0.9 1.25 1.5 1.75 2.5 3 3.5 4.5 6 7 8 9 15 25 30 50")
 _KP_RELABELING = (
     "its apiserver ServiceMonitor metricRelabelings, jsonnet/kube-prometheus/components/k8s-control-plane.libsonnet:327"
 )
@@ -64,19 +66,23 @@ _DROPPING_HISTOGRAMS = (
     "apiserver_request_duration_seconds",
 )
 
-# Job names. Verified (library review, signals.md): apiserver, kubelet, node-exporter, kube-state-metrics,
-# kube-scheduler on both; CoreDNS is job="coredns" on kube-prometheus-stack (templates/exporters/core-dns/
-# service.yaml:8, jobLabel coredns) and job="kube-dns" on kube-prometheus. NOT VERIFIED (the docs do not say):
-# kube-controller-manager, kube-proxy, and etcd (kube-prometheus-stack's chart-owned etcd Service is believed to
-# give job="kube-etcd"); override them in project.yaml scrape_profile.components when they differ.
+# Job names. kube-prometheus (k8s-control-plane.libsonnet at ddaa90f7): the mixin selectors job="apiserver",
+# "kubelet", "node-exporter", "kube-state-metrics", "kube-scheduler", "kube-controller-manager"; kube-proxy's
+# PodMonitor (only with kubeProxy: true) has jobLabel k8s-app, so job="kube-proxy"; the CoreDNS ServiceMonitor
+# selects the kube-dns Service (jobLabel app.kubernetes.io/name, which it lacks, so its name): job="kube-dns".
+# kube-prometheus-stack: CoreDNS is job="coredns" (templates/exporters/core-dns/service.yaml:8, jobLabel coredns);
+# apiserver, kubelet, node-exporter, kube-state-metrics, kube-scheduler as kube-prometheus (library review).
+# NOT VERIFIED (the docs do not say): etcd on both (kube-prometheus scrapes no etcd by default; the chart's
+# etcd Service is believed to give job="kube-etcd"), and kube-controller-manager and kube-proxy on
+# kube-prometheus-stack. Override them in project.yaml scrape_profile.components when they differ.
 _COMMON_JOBS = {
     "apiserver": "apiserver",
     "kubelet": "kubelet",
     "node-exporter": "node-exporter",
     "kube-state-metrics": "kube-state-metrics",
     "kube-scheduler": "kube-scheduler",
-    "kube-controller-manager": "kube-controller-manager",  # not verified
-    "kube-proxy": "kube-proxy",  # not verified
+    "kube-controller-manager": "kube-controller-manager",  # not verified on kube-prometheus-stack
+    "kube-proxy": "kube-proxy",  # not verified on kube-prometheus-stack
 }
 _KPS_JOBS = {**_COMMON_JOBS, "coredns": "coredns", "etcd": "kube-etcd"}  # etcd: not verified
 _KP_JOBS = {**_COMMON_JOBS, "coredns": "kube-dns", "etcd": "etcd"}  # etcd: not verified
