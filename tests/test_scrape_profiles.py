@@ -218,6 +218,17 @@ def test_bad_component_selector_in_the_project_is_positioned(run_cli: RunCli, tm
     assert message.startswith("invalid selector for component 'coredns'")
 
 
+def test_component_naming_a_metric_in_the_project_is_positioned(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path
+) -> None:
+    """'up{job="dns"}' would parse as a selector of the metric up; a component gives label matchers only."""
+    set_profile(spec_tree, "scrape_profile:\n  stack: custom\n  components:\n    coredns: 'up{job=\"dns\"}'\n")
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:8:14")
+    assert (
+        message == "component 'coredns' must be label matchers in braces, not a metric; write e.g. '{job=\"coredns\"}'"
+    )
+
+
 def test_unknown_stack_is_a_schema_error(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
     set_profile(spec_tree, "scrape_profile:\n  stack: kube-prom\n")
     message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:6:10")

@@ -7,6 +7,7 @@ parsed here, at their position in project.yaml, so a bad selector is reported on
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compiler import promql
@@ -14,6 +15,8 @@ from compiler.diagnostics import Diagnostics
 from compiler.model.stacks import BUILT_IN_STACKS, ScrapeProfile
 from compiler.promql import Matcher, PromQLError
 from compiler.source.load import Document
+
+_COMPONENT_NAME = re.compile(r"[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?")
 
 
 def read_scrape_profile(document: Document, diagnostics: Diagnostics) -> ScrapeProfile | None:
@@ -42,13 +45,18 @@ def _components(document: Document, raw: Any, diagnostics: Diagnostics) -> dict[
     """Each component's matchers, a selector such as '{job="coredns"}' that names no metric."""
     result: dict[str, tuple[Matcher, ...]] = {}
     for name, text in (raw if isinstance(raw, dict) else {}).items():
-        if not isinstance(text, str):
-            continue
+        if not isinstance(text, str) or not _COMPONENT_NAME.fullmatch(str(name)):
+            continue  # the schema check reports it
         where = document.position(("scrape_profile", "components", name))
+        example = f"write e.g. '{{job=\"{name}\"}}'"
+        if not text.strip().startswith("{") or "__name__" in text:
+            diagnostics.error(where, f"component '{name}' must be label matchers in braces, not a metric; {example}")
+            continue
         try:
             _, matchers = promql.parse_selector(f"slo_placeholder{text.strip()}")
         except PromQLError as exc:
-            diagnostics.error(where, f"invalid selector for component '{name}': {exc}; write e.g. '{{job=\"{name}\"}}'")
+            shown = str(exc).replace("slo_placeholder", "")
+            diagnostics.error(where, f"invalid selector for component '{name}': {shown}; {example}")
             continue
         if not matchers:
             diagnostics.error(where, f"component '{name}' has no matchers: give its job, e.g. '{{job=\"{name}\"}}'")
