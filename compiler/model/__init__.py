@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Literal, get_args
 
 from compiler.diagnostics import Position
+from compiler.model.stacks import ScrapeProfile
 from compiler.promql import Matcher
 from compiler.text.numbers import clean_number
 
@@ -369,6 +370,8 @@ class Project:
     automations: tuple[Automation, ...] = ()
     rule_profiles: RuleProfiles = RuleProfiles()
     cluster_profile: ClusterProfile = ClusterProfile()
+    # The stack the rules run on (job matchers per component, dropped bucket edges); None: not named.
+    scrape_profile: ScrapeProfile | None = None
     families: tuple[Family, ...] = DEFAULT_FAMILIES
     # The value of the ``severity`` label per severity (kube-prometheus: page -> critical).
     severity_labels: tuple[tuple[Severity, str], ...] = tuple((severity, severity) for severity in SEVERITIES)

@@ -16,6 +16,7 @@ from compiler.model import (
     Team,
 )
 from compiler.model.budget import estimate
+from compiler.model.stacks import ScrapeProfile
 from compiler.promql import PromQLError
 from compiler.source.conventions import check_alert_name_collisions, check_families, check_project_labels
 from compiler.source.load import Document, PathKey
@@ -68,7 +69,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     check_templated_fields(documents, diagnostics)
     check_receiver_names(documents, teams, diagnostics)
 
-    slos, built = _build_specs(specs, teams, diagnostics)
+    slos, built = _build_specs(specs, teams, diagnostics, project.scrape_profile)
     known = {c.readable.data["name"] for c in specs if "name" in c.readable.data and "name" not in c.broken}
     _check_links(built, slos, known, project, diagnostics)
     _check_explains_scope(built, slos, diagnostics)
@@ -94,7 +95,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
 
 
 def _build_specs(
-    specs: list[Checked], teams: dict[str, Team], diagnostics: Diagnostics
+    specs: list[Checked], teams: dict[str, Team], diagnostics: Diagnostics, profile: ScrapeProfile | None = None
 ) -> tuple[dict[str, SLO], list[Document]]:
     """Every spec checked, schema-valid or not; (the specs that built, by name, and their documents).
 
@@ -114,7 +115,7 @@ def _build_specs(
             continue
         if isinstance(name, str):
             seen[name] = str(document.position(("name",)))
-        slo = _build_spec(document, teams, diagnostics, checked.broken)
+        slo = _build_spec(document, teams, diagnostics, checked.broken, profile)
         if slo is not None:
             slos[slo.name] = slo
             built.append(document)
@@ -122,11 +123,15 @@ def _build_specs(
 
 
 def _build_spec(
-    document: Document, teams: dict[str, Team], diagnostics: Diagnostics, broken: frozenset[str] = frozenset()
+    document: Document,
+    teams: dict[str, Team],
+    diagnostics: Diagnostics,
+    broken: frozenset[str] = frozenset(),
+    profile: ScrapeProfile | None = None,
 ) -> SLO | None:
     """One spec's model; a check that trips over the spec is reported at it, never a crash of the run."""
     try:
-        return build_slo(SpecReader(document, teams, diagnostics, broken))
+        return build_slo(SpecReader(document, teams, diagnostics, broken, profile))
     except Exception as exc:
         diagnostics.error(
             document.key_position(("sli",)),

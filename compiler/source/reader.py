@@ -17,6 +17,7 @@ from compiler.model import (
     Team,
 )
 from compiler.model.labels import reserved_because
+from compiler.model.stacks import ScrapeProfile
 from compiler.model.windows import MINUTE
 from compiler.promql import Matcher, PromQLError
 from compiler.source.load import Document, PathKey
@@ -57,12 +58,14 @@ class SpecReader:
         teams: dict[str, Team],
         diagnostics: Diagnostics,
         broken: frozenset[str] = frozenset(),
+        profile: ScrapeProfile | None = None,
     ) -> None:
         self.doc = document
         self.data: SLOSpec = document.data
         self.teams = teams
         self.diagnostics = diagnostics
         self.broken = broken
+        self.profile = profile  # the project's scrape profile: component job matchers, dropped edges
         self.failed = bool(broken)  # a spec with a schema error is checked, never built
 
     def readable(self, *sections: str) -> bool:

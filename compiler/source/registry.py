@@ -28,6 +28,7 @@ from compiler.model.links import CHANNELS as RECEIVER_CHANNELS
 from compiler.model.links import automation_receiver, team_receiver
 from compiler.source.conventions import read_project_conventions
 from compiler.source.load import Document, PathKey
+from compiler.source.scrape import read_scrape_profile
 
 MINUTE = 60_000
 DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"
@@ -248,6 +249,7 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         automations=_automations(document, diagnostics),
         rule_profiles=_rule_profiles(_mapping(data.get("rule_profiles"))),
         cluster_profile=_cluster_profile(_mapping(data.get("cluster_profile"))),
+        scrape_profile=read_scrape_profile(document, diagnostics),
         families=conventions.families,
         severity_labels=conventions.severity_labels,
         alert_labels=conventions.alert_labels,

@@ -54,19 +54,22 @@ def read_sli(r: SpecReader, slice_: Slice) -> SLI | None:
     if kind == "latency":
         buckets = read_buckets(r, base, body)
         thresholds = read_thresholds(r, base, body, buckets)
+        check_dropped_thresholds(r, base, body["histogram"], thresholds, buckets)
         matchers = r.matchers((*base, "selector"), body.get("selector"))
         return LatencySLI(
             histogram=body["histogram"],
             matchers=(*matchers, *slice_.matchers),
             thresholds=thresholds,
-            buckets=buckets,
+            buckets=scraped_edges(r, body["histogram"], buckets),
             errors=r.selectors((*base, "errors"), slice_.matchers),
             total=r.selectors((*base, "total"), slice_.matchers),
         )
     if kind == "quantile":
         buckets = read_buckets(r, base, body)
         matchers = r.matchers((*base, "selector"), body.get("selector"))
-        return QuantileSLI(body["histogram"], (*matchers, *slice_.matchers), float(body["quantile"]), buckets)
+        # The quantile is computed over the edges the stack keeps: coarser, but not wrong.
+        kept = scraped_edges(r, body["histogram"], buckets)
+        return QuantileSLI(body["histogram"], (*matchers, *slice_.matchers), float(body["quantile"]), kept)
     expr = r.expression((*base, "expr"), slice_.matchers, selectors_keep)
     if kind == "state":
         return StateSLI(expr)
@@ -178,6 +181,49 @@ def read_thresholds(
         when_matchers = r.matchers((*key[:-1], "when"), when) if when is not None else ()
         result.append(LatencyThreshold(le, when_matchers))
     return tuple(result)
+
+
+def scraped_edges(r: SpecReader, histogram: str, buckets: tuple[float, ...]) -> tuple[float, ...]:
+    """The edges Prometheus holds: the histogram's, less those the scrape profile's relabelings drop.
+
+    The generated tests synthesise bucket series from these, so their inputs look like
+    what the stack scrapes.
+    """
+    dropped = r.profile.dropped(histogram) if r.profile is not None else ()
+    return tuple(edge for edge in buckets if edge not in dropped)
+
+
+def check_dropped_thresholds(
+    r: SpecReader,
+    base: PathKey,
+    histogram: str,
+    thresholds: tuple[LatencyThreshold, ...],
+    buckets: tuple[float, ...],
+) -> None:
+    """A threshold on an edge the stack drops matches no series: the SLI reads 100% slow (review X1)."""
+    profile = r.profile
+    if profile is None or not profile.dropped(histogram):
+        return
+    kept = scraped_edges(r, histogram, buckets)
+    for index, threshold in enumerate(thresholds):
+        if threshold.le not in profile.dropped(histogram):
+            continue
+        key: PathKey = (*base, "threshold", index, "le") if _listed(r, base) else (*base, "threshold")
+        lower = max((edge for edge in kept if edge < threshold.le), default=None)
+        upper = min((edge for edge in kept if edge > threshold.le), default=None)
+        near = " or ".join(go_float(edge) for edge in (lower, upper) if edge is not None)
+        le = go_float(threshold.le)
+        r.error(
+            key,
+            f"latency threshold {le} is an edge {profile.stack} drops for {histogram}_bucket ({profile.relabeling}), "
+            f'so no series has le="{le}" and every request would read as slow: pick a kept edge'
+            + (f" (nearest: {near})" if near else "")
+            + f", or if your stack keeps it, set scrape_profile.dropped_buckets.{histogram} in project.yaml",
+        )
+
+
+def _listed(r: SpecReader, base: PathKey) -> bool:
+    return isinstance(r.get((*base, "threshold")), list)
 
 
 def check_sli_selects(r: SpecReader, sli: SLI | None, slice_: Slice) -> None:

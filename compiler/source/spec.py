@@ -22,7 +22,7 @@ from compiler.source.sli import (
     read_sli,
     read_unit,
 )
-from compiler.source.slice import read_slice
+from compiler.source.slice import check_sli_leaves_component_labels, read_slice
 from compiler.source.spec_types import SLOMitigation
 
 
@@ -35,6 +35,7 @@ def build_slo(r: SpecReader) -> SLO | None:
     sli = read_sli(r, slice_) if slice_ is not None and r.readable("sli") else None
     if slice_ is not None and sli is not None:
         check_sli_selects(r, sli, slice_)
+        check_sli_leaves_component_labels(r)
     objective = read_objective(r, sli) if "objective" in data and r.readable("objective") else None
     normal, critical = _ranges(r, sli)
     no_data = read_no_data(r) if r.readable("no_data") else None

@@ -31,6 +31,7 @@ class SLOJoin(TypedDict, total=False):
 class SLOSlice(TypedDict, total=False):
     """The label dimensions the signal is judged and alerted per, and which series count."""
     by: Required[list[str]]
+    component: NotRequired[str]
     selector: NotRequired[str]
     join: NotRequired[SLOJoin | list[SLOJoin]]
     cardinality: NotRequired[dict[str, int]]
@@ -340,6 +341,17 @@ class ProjectSpecClusterProfile(TypedDict, total=False):
     default_series_budget: NotRequired[int]
 
 
+class ProjectSpecScrapeProfile(TypedDict, total=False):
+    """The monitoring stack the rules run on: each component's job matchers and the histogram bucket edges
+    the stack's relabelings drop. Specs name a component (slice.component) instead of a job value, and a
+    latency threshold on a dropped edge is refused.
+    """
+    stack: Required[Literal['kube-prometheus-stack', 'kube-prometheus', 'custom']]
+    components: NotRequired[dict[str, str]]
+    dropped_buckets: NotRequired[dict[str, list[int | float]]]
+    relabeling: NotRequired[str]
+
+
 class ProjectSpec(TypedDict, total=False):
     apiVersion: Required[Literal['slo-compiler/v1']]
     kind: Required[Literal['Project']]
@@ -352,6 +364,7 @@ class ProjectSpec(TypedDict, total=False):
     automations: NotRequired[list[ProjectSpecAutomationsItem]]
     rule_profiles: NotRequired[ProjectSpecRuleProfiles]
     cluster_profile: NotRequired[ProjectSpecClusterProfile]
+    scrape_profile: NotRequired[ProjectSpecScrapeProfile]
 
 
 class OwnersReceiverPagerduty(TypedDict, total=False):
