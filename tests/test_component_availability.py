@@ -89,6 +89,7 @@ def test_shipped_availability_specs_explain_every_reader_of_their_component() ->
         ("apiserver-availability", "apiserver"),
         ("kube-state-metrics-availability", "kube-state-metrics"),
         ("coredns-availability", "coredns"),
+        ("kube-scheduler-availability", "kube-scheduler"),
     ):
         readers = {s.name for s in model.slos if s.slice.component == component and s.name != name}
         assert readers, component  # each component has specs that go blind without it
