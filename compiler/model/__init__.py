@@ -85,6 +85,7 @@ class Slice:
     matchers: tuple[Matcher, ...]
     joins: tuple[Join, ...]  # applied in order; a later join may match on labels an earlier one attached
     cardinality: tuple[tuple[str, int], ...] = ()  # declared distinct values per label, for series budgets
+    component: str | None = None  # the scrape-profile component the spec reads (slice.component)
 
     @property
     def joined_labels(self) -> tuple[str, ...]:
@@ -229,6 +230,14 @@ class Explains:
 
 
 @dataclass(frozen=True)
+class ExplainsComponent:
+    """While this spec alerts, every other spec reading its ``slice.component`` is inhibited (availability)."""
+
+    equal: tuple[str, ...]
+    severity: Literal["page", "ticket", "any"]
+
+
+@dataclass(frozen=True)
 class Segment:
     """One stretch of a scenario's input: held constant, ramped, or missing."""
 
@@ -284,6 +293,7 @@ class SLO:
     labels: Labels = ()  # extra alert labels of this spec (the project's come first in the plan)
     annotations: Labels = ()  # extra alert annotations of this spec, literal text
     alert_names: tuple[tuple[AlertKey, str], ...] = ()  # full alert names that replace prefix + suffix
+    explains_component: ExplainsComponent | None = None  # expanded into ``explains`` by the project checks
 
     @property
     def counts_events(self) -> bool:

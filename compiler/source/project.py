@@ -5,12 +5,14 @@ families and project-wide labels, rate windows against the evaluation interval).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from compiler import promql
 from compiler.diagnostics import Diagnostics
 from compiler.model import (
     SLO,
+    Explains,
     Model,
     Project,
     Team,
@@ -74,6 +76,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     _check_links(built, slos, known, project, diagnostics)
     _check_explains_scope(built, slos, diagnostics)
     _check_explains_cycles(built, slos, diagnostics)
+    slos = expand_component_explains(built, slos, diagnostics)
     _check_rate_windows([checked.readable for checked in specs], project, diagnostics)
     _check_budgets(built, slos, project, diagnostics)
     check_families(built, project, diagnostics)
@@ -268,6 +271,101 @@ def _check_explains_cycles(documents: list[Document], slos: dict[str, SLO], diag
                 f"explains cycle {cycle}: when these fire together each inhibits the next in Alertmanager and "
                 "none of them reaches anyone; decide which one is the cause and drop the explains entry of the other",
             )
+
+
+def _component_readers(slo: SLO, slos: dict[str, SLO]) -> list[SLO]:
+    """The other specs reading ``slo``'s component; availability specs of the same component are its peers."""
+    return [
+        other
+        for name, other in sorted(slos.items())
+        if name != slo.name and other.slice.component == slo.slice.component and other.explains_component is None
+    ]
+
+
+def _check_component_explains(document: Document, slo: SLO, readers: list[SLO], diagnostics: Diagnostics) -> bool:
+    """The checks of one ``explains_component``: those of an explains entry, for every reader at once."""
+    assert slo.explains_component is not None
+    entry = slo.explains_component
+    key: PathKey = ("explains_component",)
+    if slo.slice.component is None:
+        diagnostics.error(
+            document.position(key),
+            "explains_component needs slice.component: the specs it silences are those reading the same "
+            "component; name the component whose targets this spec watches (e.g. slice.component: apiserver)",
+        )
+        return False
+    ok = True
+    if not entry.equal:
+        ok = False
+        diagnostics.error(
+            document.position((*key, "equal")),
+            f"explains_component with equal: [] would let {slo.name} in one slice (one cluster) silence every "
+            f"{slo.slice.component} reader in every slice; list the slice labels they share (e.g. [cluster])",
+        )
+    for index, label in enumerate(entry.equal):
+        missing = [s.name for s in (slo, *readers) if label not in s.slice.by]
+        if missing:
+            ok = False
+            diagnostics.error(
+                document.position((*key, "equal", index)),
+                f"'{label}' is not a slice label of {', '.join(missing)}, so alerts cannot be matched on it; "
+                f"list only labels every spec reading component {slo.slice.component} slices by",
+            )
+    severities = _alert_severities(slo)
+    if entry.severity != "any" and entry.severity not in severities:
+        ok = False
+        own = ", ".join(sorted(severities)) or "none"
+        diagnostics.error(
+            document.position((*key, "severity")),
+            f"explains_component can never inhibit: only {slo.name}'s {entry.severity} alerts would, and it has "
+            f"none (its alerts are {own}); set severity: any (or {own}), or give the spec a {entry.severity} alert",
+        )
+    return ok
+
+
+def expand_component_explains(
+    documents: list[Document], slos: dict[str, SLO], diagnostics: Diagnostics
+) -> dict[str, SLO]:
+    """Each availability spec explains every spec reading its component: explains entries, checked for cycles.
+
+    A dead apiserver or kube-state-metrics otherwise opens one no-data ticket per reader next
+    to its own page; the expanded entries go through the same Alertmanager inhibit rules.
+    """
+    expanded = dict(slos)
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None or slo.explains_component is None:
+            continue
+        readers = _component_readers(slo, slos)
+        if not _check_component_explains(document, slo, readers, diagnostics):
+            continue
+        listed = {explains.slo for explains in slo.explains}
+        entry = slo.explains_component
+        added = tuple(Explains(r.name, entry.equal, entry.severity) for r in readers if r.name not in listed)
+        expanded[slo.name] = replace(slo, explains=(*slo.explains, *added))
+    _check_component_cycles(documents, slos, expanded, diagnostics)
+    return expanded
+
+
+def _check_component_cycles(
+    documents: list[Document], written: dict[str, SLO], expanded: dict[str, SLO], diagnostics: Diagnostics
+) -> None:
+    """A reader that explains its component's availability spec back would make a loop (none of them pages).
+
+    Only the entries explains_component added are checked here; _check_explains_cycles has the written ones.
+    """
+    for document in documents:
+        slo = expanded.get(document.data["name"])
+        if slo is None or slo.explains_component is None:
+            continue
+        for explains in slo.explains[len(written[slo.name].explains) :]:
+            back = _explains_path(explains.slo, slo.name, expanded)
+            if back is not None:
+                diagnostics.error(
+                    document.position(("explains_component",)),
+                    f"explains cycle {' -> '.join([slo.name, *back])} (explains_component makes {slo.name} explain "
+                    f"{explains.slo}): drop the explains entry that leads back to {slo.name}",
+                )
 
 
 def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics) -> None:

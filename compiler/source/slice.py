@@ -45,6 +45,7 @@ def read_slice(r: SpecReader) -> Slice:
         matchers=tuple(m for m in matchers if m.name != "__name__"),
         joins=tuple(joins),
         cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
+        component=raw.get("component"),
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compiler.model import SLI, SLO, AlertKey, Explains, Mitigation, Range, Scenario, Team
+from compiler.model import SLI, SLO, AlertKey, Explains, ExplainsComponent, Mitigation, Range, Scenario, Team
 from compiler.model.naming import camel
 from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
 from compiler.source.objective import (
@@ -23,7 +23,7 @@ from compiler.source.sli import (
     read_unit,
 )
 from compiler.source.slice import check_sli_leaves_component_labels, read_slice
-from compiler.source.spec_types import SLOMitigation
+from compiler.source.spec_types import SLOMitigation, SLOSpecExplainsComponent
 
 
 def build_slo(r: SpecReader) -> SLO | None:
@@ -80,7 +80,15 @@ def build_slo(r: SpecReader) -> SLO | None:
         labels=labels,
         annotations=annotations,
         alert_names=alert_names,
+        explains_component=_explains_component(data.get("explains_component")),
     )
+
+
+def _explains_component(raw: SLOSpecExplainsComponent | None) -> ExplainsComponent | None:
+    """An availability spec's link to every spec reading its component (checked across files)."""
+    if raw is None:
+        return None
+    return ExplainsComponent(tuple(raw["equal"]), raw.get("severity", "page"))
 
 
 # What the scenarios are checked against: the alerts the spec has and the names they take.

@@ -194,6 +194,15 @@ class SLOScenario(TypedDict, total=False):
     expect: Required[list[SLOExpectation]]
 
 
+class SLOSpecExplainsComponent(TypedDict, total=False):
+    """For a spec that watches its slice.component's targets (availability): while its alert fires, the
+    alerts and no-data alerts of every other spec with the same slice.component are inhibited for the
+    slices that share the `equal` labels.
+    """
+    equal: Required[list[str]]
+    severity: NotRequired[Literal['page', 'ticket', 'any']]
+
+
 class SLOSpecExplainsItem(TypedDict, total=False):
     slo: Required[str]
     equal: Required[list[str]]
@@ -225,6 +234,7 @@ class SLOSpec(TypedDict, total=False):
     see_also: NotRequired[list[str]]
     scenarios: NotRequired[list[SLOScenario]]
     mode: NotRequired[Literal['live', 'shadow']]
+    explains_component: NotRequired[SLOSpecExplainsComponent]
     explains: NotRequired[list[SLOSpecExplainsItem]]
     series_budget: NotRequired[int]
     labels: NotRequired[dict[str, str]]

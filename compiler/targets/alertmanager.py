@@ -32,6 +32,7 @@ from typing import Any
 from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
 from compiler.model import labels as lbl
 from compiler.model.links import CHANNELS, automation_receiver, team_receiver
+from compiler.model.naming import spec_alert_names
 from compiler.plan import Plan
 from compiler.promql import format_duration
 from compiler.text.yamlout import dump
@@ -291,7 +292,39 @@ def inhibit_rules(model: Model) -> list[dict[str, Any]]:
                     "equal": list(explains.equal),
                 }
             )
+        rules.extend(_component_no_data_rules(model, slo))
     return rules
+
+
+def _component_no_data_rules(model: Model, slo: SLO) -> list[dict[str, Any]]:
+    """An availability page also holds back the no-data alerts of the specs reading its component.
+
+    A no-data alert is ``absent()`` over every slice, so it carries no slice label and the
+    per-slice rule of ``explains_component`` (equal: [cluster]) can never match it: on a
+    one-cluster platform a dead component would still open each reader's no-data ticket.
+    These rules match the reader's no-data alert by name with no equal labels.
+    """
+    entry = slo.explains_component
+    if entry is None:
+        return []
+    explained = {explains.slo for explains in slo.explains}
+    source = [OURS, matcher(lbl.SLO, slo.name)]
+    if entry.severity != "any":
+        source.append(matcher(lbl.SEVERITY, model.project.severity_label(entry.severity)))
+    source.append(matcher(lbl.SHADOW, "true", "!="))
+    return [
+        {
+            "source_matchers": source,
+            "target_matchers": [
+                OURS,
+                matcher(lbl.SLO, reader.name),
+                matcher(lbl.ALERTNAME, spec_alert_names(reader)["no_data"]),
+            ],
+            "equal": [],
+        }
+        for reader in model.slos
+        if reader.name in explained and reader.no_data.enabled and reader.slice.component == slo.slice.component
+    ]
 
 
 # -- routing test cases -----------------------------------------------------------------

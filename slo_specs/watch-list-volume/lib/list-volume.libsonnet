@@ -34,7 +34,7 @@
     ||| % { r: resource, max: max },
     slice: {
       by: ['cluster', 'scope'],
-      selector: '{job="apiserver"}',
+      component: 'apiserver',
     },
     sli: {
       gauge: {
