@@ -189,3 +189,16 @@ def test_a_timestamp_that_is_not_a_selector_is_refused(tree: Path, run_cli: RunC
     stderr = validate(run_cli, tree, problems=1)
     message = message_at(stderr, _line_col(tree, "timestamp: 'time()", "'time()"))
     assert "plain vector selector" in message
+
+
+def test_a_free_form_time_gauge_points_to_staleness(tree: Path, run_cli: RunCli) -> None:
+    """``time() - x`` as a gauge cannot be driven by the generated tests; the error names the kind that can."""
+    edit(
+        tree / SPEC,
+        "  staleness:\n    timestamp: kubelet_pleg_last_seen_seconds\n",
+        "  gauge:\n    expr: 'time() - kubelet_pleg_last_seen_seconds'\n",
+    )
+    stderr = validate(run_cli, tree, problems=1)
+    message = message_at(stderr, _line_col(tree, "sli:", "sli"))
+    assert "time() depends on the evaluation time" in message
+    assert "sli: {staleness: {timestamp: 'x'}}" in message

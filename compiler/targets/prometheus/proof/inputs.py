@@ -504,7 +504,7 @@ class Inputs:
                 raise InputError(
                     f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
                     "for their inputs, so write it without that construct (or record that part in its own "
-                    "rule and read the recorded series)"
+                    f"rule and read the recorded series){_staleness_hint(expr)}"
                 ) from exc
             if isinstance(result, float):
                 return result
@@ -664,6 +664,16 @@ def _underivable(expr: str, labels: Sequence[Mapping[str, str]], state: bool) ->
         "held at 0, 1 or 2, nor as a share of two of them (a / (a + b)) or the rest of one ((total - bad) / total); "
         "the generated tests need the value to follow one input. Write it so one input scales it (e.g. "
         "'sum by (cluster) (x) / 100'), or record the complex part in its own rule and gauge the recorded series"
+    )
+
+
+def _staleness_hint(expr: str) -> str:
+    """For ``time() - x``: the SLI kind whose tests feed a timestamp that follows the clock."""
+    if "time()" not in expr:
+        return ""
+    return (
+        "; for the age of a timestamp gauge (time() - x) write sli: {staleness: {timestamp: 'x'}}, "
+        "whose tests feed x as a clock"
     )
 
 
