@@ -202,3 +202,10 @@ def test_a_free_form_time_gauge_points_to_staleness(tree: Path, run_cli: RunCli)
     message = message_at(stderr, _line_col(tree, "sli:", "sli"))
     assert "time() depends on the evaluation time" in message
     assert "sli: {staleness: {timestamp: 'x'}}" in message
+
+
+def test_a_min_next_to_the_max_is_one_problem_at_the_min(tree: Path, run_cli: RunCli) -> None:
+    """min: 0 is not also told to be 'above 0' (the gauge check's advice): a staleness takes no min."""
+    edit(tree / SPEC, "  max: 180\n", "  max: 180\n  min: 0\n")
+    stderr = validate(run_cli, tree, problems=1)
+    assert "cannot detect staleness" in message_at(stderr, _line_col(tree, "  min: 0", "min"))
