@@ -90,6 +90,10 @@ def test_the_generated_tests_drive_the_timestamp_with_the_clock(generated: Path)
         if series["series"].startswith("kubelet_pleg_last_seen_seconds")
     ]
     assert values and all("+60x" in value for value in values), values
+    # The hung loop: the timestamp advances to minute 5, then holds (its age grows a minute a minute).
+    assert "0+60x5 300x5" in values, values
+    frozen = next(test for test in suite["tests"] if "stops advancing" in test["name"])
+    assert [check["eval_time"] for check in frozen["alert_rule_test"]] == ["11m"]
     asserted = {alert["alertname"] for test in suite["tests"] for alert in test.get("alert_rule_test", [])}
     assert {ALERT, NO_DATA} <= asserted
 
