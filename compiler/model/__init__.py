@@ -154,6 +154,18 @@ class QuantileSLI:
     buckets: tuple[float, ...]
 
 
+@dataclass(frozen=True)
+class StalenessSLI(GaugeSLI):
+    """Seconds since a timestamp gauge advanced: ``expr`` is ``time() - (timestamp)``.
+
+    A gauge to every target (rules, runbooks, dashboards read ``expr``); only the generated
+    tests need ``timestamp``, to feed a gauge whose value follows the evaluation clock, which
+    the steady-state evaluator cannot derive from ``time()``.
+    """
+
+    timestamp: str = ""
+
+
 SLI = RatioSLI | LatencySLI | StateSLI | GaugeSLI | QuantileSLI
 EVENT_SLIS = (RatioSLI, LatencySLI, StateSLI)
 

@@ -16,6 +16,7 @@ from compiler.model import (
     RatioSLI,
     Relative,
     Severity,
+    StalenessSLI,
     StateSLI,
 )
 from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE
@@ -238,6 +239,8 @@ def check_gauge_unit_bounds(r: SpecReader, section: BandSection, raw: SLORange, 
     unit = r.data.get("unit") if r.readable("unit") else None
     if not isinstance(sli, GaugeSLI) or unit not in NON_NEGATIVE_UNITS:
         return
+    if isinstance(sli, StalenessSLI):
+        return  # its bounds are judged by source/staleness.py: no min at all, not a min above 0
     minimum, maximum = raw.get("min"), raw.get("max")
     if unit == "ratio" and _number(maximum) and maximum >= 1:
         r.error(

@@ -20,6 +20,7 @@ from compiler.model import (
     RatioSLI,
     Selector,
     Slice,
+    StalenessSLI,
     StateSLI,
     Unit,
 )
@@ -27,6 +28,7 @@ from compiler.model.buckets import KNOWN_BUCKETS
 from compiler.promql import Matcher, matchsets
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader
+from compiler.source.staleness import read_staleness
 from compiler.text.numbers import go_float
 
 _LE_PROBLEM = (
@@ -70,6 +72,8 @@ def read_sli(r: SpecReader, slice_: Slice) -> SLI | None:
         # The quantile is computed over the edges the stack keeps: coarser, but not wrong.
         kept = scraped_edges(r, body["histogram"], buckets)
         return QuantileSLI(body["histogram"], (*matchers, *slice_.matchers), float(body["quantile"]), kept)
+    if kind == "staleness":
+        return read_staleness(r, slice_, body)
     expr = r.expression((*base, "expr"), slice_.matchers, selectors_keep)
     if kind == "state":
         return StateSLI(expr)
@@ -318,6 +322,8 @@ def read_unit(r: SpecReader, sli: SLI | None) -> Unit:
             )
         unit: Unit = explicit
         return unit
+    if isinstance(sli, StalenessSLI):
+        return "seconds"
     if isinstance(sli, GaugeSLI):
         return "count"
     if isinstance(sli, QuantileSLI):

@@ -24,6 +24,7 @@ from compiler.source.sli import (
 )
 from compiler.source.slice import check_sli_leaves_component_labels, read_slice
 from compiler.source.spec_types import SLOMitigation, SLOSpecExplainsComponent
+from compiler.source.staleness import check_staleness_bounds
 
 
 def build_slo(r: SpecReader) -> SLO | None:
@@ -38,6 +39,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         check_sli_leaves_component_labels(r)
     objective = read_objective(r, sli) if "objective" in data and r.readable("objective") else None
     normal, critical = _ranges(r, sli)
+    check_staleness_bounds(r, sli)
     no_data = read_no_data(r) if r.readable("no_data") else None
     check_wait_limits(r)
     unit = read_unit(r, sli) if r.readable("unit") else None

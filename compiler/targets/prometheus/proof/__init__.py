@@ -30,7 +30,8 @@ The package, in the order a case is built:
 - ``group`` and ``asserts``: a promtool test group and the checks written into it;
 - ``cases_baseline`` (calm, no input at all), ``cases_burn`` (under, over, outage, zero
   traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
-  ``cases_first_event`` (counters created on their first event: targets up, targets down);
+  ``cases_first_event`` (counters created on their first event: targets up, targets down),
+  ``cases_staleness`` (a timestamp gauge that stops advancing);
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
@@ -48,6 +49,7 @@ from compiler.targets.prometheus.proof import (
     cases_first_event,
     cases_range,
     cases_scenario,
+    cases_staleness,
 )
 from compiler.targets.prometheus.proof.context import SpecContext
 from compiler.targets.prometheus.proof.group import INTERVAL, Group
@@ -75,6 +77,8 @@ def groups(ctx: SpecContext) -> list[Group]:
     for rule in ctx.rules:
         if rule.kind == "range":
             found.extend(cases_range.range_groups(ctx, rule))
+            if cases_staleness.applies(ctx, rule):
+                found.append(cases_staleness.frozen(ctx, rule))
         elif rule.kind == "no_data":
             found.append(cases_baseline.missing(ctx, rule))
             if cases_first_event.applies(ctx):

@@ -25,11 +25,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from compiler import promql
-from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StateSLI
+from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StalenessSLI, StateSLI
 from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
 from compiler.promql import Matcher, synth
 from compiler.promql import evaluate as minieval
-from compiler.targets.prometheus.proof.timeline import SAMPLE_SECONDS, Timeline, render_counter, render_gauge
+from compiler.targets.prometheus.proof.timeline import (
+    SAMPLE_SECONDS,
+    Timeline,
+    render_counter,
+    render_gauge,
+    render_steps,
+)
 from compiler.text.numbers import clean_number, go_float
 
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
@@ -56,6 +62,9 @@ class _Template:
     counter: bool
     coefficient: Coefficient
     unit: int  # index of the unit this series belongs to (0 when there is one per slice)
+    # A timestamp gauge (Unix seconds): its sample is the sample's own time minus the coefficient,
+    # so ``time() - series`` reads the coefficient at every minute.
+    clock: bool = False
 
 
 def _name_matcher(name: str | None) -> tuple[Matcher, ...]:
@@ -147,11 +156,13 @@ class Inputs:
             units = self.units if name == "a" else self.calm_units
             for template in self._templates[name]:
                 samples: list[float | None] = []
-                for value, rate in zip(timeline.values, timeline.rates, strict=True):
+                for minute, (value, rate) in enumerate(zip(timeline.values, timeline.rates, strict=True)):
                     if value is None:
                         samples.append(None)
                         continue
                     slope_or_value = template.coefficient(value, rate, template.unit, units)
+                    if template.clock:
+                        slope_or_value = minute * SAMPLE_SECONDS - slope_or_value
                     if template.counter and slope_or_value < 0:
                         raise InputError(_backwards(template.labels, value))
                     samples.append(_fmt(slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value))
@@ -163,7 +174,7 @@ class Inputs:
         return [
             {
                 "series": _series_text(template.labels),
-                "values": render_counter(samples) if template.counter else render_gauge(samples),
+                "values": _render(template, samples),
             }
             for template, samples in self.per_minute(timelines)
         ]
@@ -201,6 +212,8 @@ class Inputs:
                     total = total + sample if started else 0.0
                     started = True
                     value = total
+                elif template.clock:
+                    value = _fmt(sample + start_seconds)
                 else:
                     value = sample
                 lines.append(f"{name}{{{labels}}} {value!r} {start_seconds + minute * MINUTE // SECOND}")
@@ -365,6 +378,8 @@ class Inputs:
             return self._quantile(slice_name, sli)
         if isinstance(sli, StateSLI):
             return self._state(slice_name, sli)
+        if isinstance(sli, StalenessSLI):
+            return self._staleness(slice_name, sli)
         return self._gauge(slice_name, sli)
 
     def _ratio(self, slice_name: str, sli: RatioSLI) -> list[_Template]:
@@ -489,7 +504,7 @@ class Inputs:
                 raise InputError(
                     f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
                     "for their inputs, so write it without that construct (or record that part in its own "
-                    "rule and read the recorded series)"
+                    f"rule and read the recorded series){_staleness_hint(expr)}"
                 ) from exc
             if isinstance(result, float):
                 return result
@@ -529,6 +544,18 @@ class Inputs:
 
     def _gauge(self, slice_name: str, sli: GaugeSLI) -> list[_Template]:
         return self._driven(slice_name, sli.expr, state=False)
+
+    def _staleness(self, slice_name: str, sli: StalenessSLI) -> list[_Template]:
+        """One timestamp gauge per slice that lags the clock by the wanted staleness.
+
+        A staleness of 0 is a gauge that advances with every sample (``0+60x30``); one held
+        above the bound is a gauge that stopped advancing that long ago. The value never goes
+        below 0: a timestamp from the future is no input.
+        """
+        name, matchers = promql.parse_selector(sli.timestamp)
+        labels = self._labels_for(Selector(name, matchers), self._fixed(slice_name, 0), "the timestamp gauge")
+        self.drive = Drive(0, None, (), 1.0, 0.0, math.inf)
+        return [_Template(labels, False, _scaled(1.0), 0, clock=True), *self._info_series(slice_name, 0)]
 
 
 @dataclass(frozen=True)
@@ -638,6 +665,22 @@ def _underivable(expr: str, labels: Sequence[Mapping[str, str]], state: bool) ->
         "the generated tests need the value to follow one input. Write it so one input scales it (e.g. "
         "'sum by (cluster) (x) / 100'), or record the complex part in its own rule and gauge the recorded series"
     )
+
+
+def _staleness_hint(expr: str) -> str:
+    """For ``time() - x``: the SLI kind whose tests feed a timestamp that follows the clock."""
+    if "time()" not in expr:
+        return ""
+    return (
+        "; for the age of a timestamp gauge (time() - x) write sli: {staleness: {timestamp: 'x'}}, "
+        "whose tests feed x as a clock"
+    )
+
+
+def _render(template: _Template, samples: Sequence[float | None]) -> str:
+    if template.counter:
+        return render_counter(samples)
+    return render_steps(samples) if template.clock else render_gauge(samples)
 
 
 def _full(selector: Selector) -> tuple[Matcher, ...]:

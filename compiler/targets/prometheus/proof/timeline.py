@@ -249,3 +249,30 @@ def render_gauge(values: Sequence[float | None]) -> str:
             parts.append(_run(value, 0.0, end - index - 1))
         index = end
     return " ".join(parts)
+
+
+def render_steps(values: Sequence[float | None]) -> str:
+    """promtool expanding notation for a gauge that moves in even steps: ``start+step x count`` runs.
+
+    A timestamp gauge that advances with the clock (``0+60x30``) stays one run instead of
+    thirty values; ``_`` for gaps.
+    """
+    parts: list[str] = []
+    index = 0
+    while index < len(values):
+        value = values[index]
+        if value is None:
+            end = index
+            while end < len(values) and values[end] is None:
+                end += 1
+            parts.append(f"_x{end - index}")
+            index = end
+            continue
+        end, current = index, value
+        following = values[index + 1] if index + 1 < len(values) else None
+        step = following - value if following is not None else 0.0
+        while end + 1 < len(values) and (after := values[end + 1]) is not None and after - current == step:
+            end, current = end + 1, after
+        parts.append(_run(value, step, end - index))
+        index = end + 1
+    return " ".join(parts)
