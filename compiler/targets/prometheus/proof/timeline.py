@@ -16,6 +16,7 @@ from functools import cached_property
 
 from compiler.model import Segment
 from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
+from compiler.text.numbers import clean_number
 
 DEFAULT_RATE = 10.0  # events per second in synthetic ratio and latency inputs
 SAMPLE_SECONDS = MINUTE / SECOND  # inputs are sampled once a minute; a float, as rate() computes in seconds
@@ -185,8 +186,14 @@ class EventSeries:
         return None
 
 
-def _format(value: float) -> str:
-    text = repr(float(value))
+def _format(value: float, exact: bool = False) -> str:
+    """A value as promtool reads it, without binary noise (8907.6, not 8907.599999999999).
+
+    Reviewers read these vectors in diffs; 12 significant digits are far finer than any
+    margin of a generated case. ``exact`` keeps every digit, for the rare counter start
+    that rounding would move below the previous sample (promtool would see a reset).
+    """
+    text = repr(float(value) if exact else clean_number(value))
     return text[:-2] if text.endswith(".0") else text
 
 
@@ -213,25 +220,31 @@ def render_counter(increments: Sequence[float | None]) -> str:
         while end < len(increments) and increments[end] is not None and increments[end] == increment:
             end += 1
         count = end - index - 1
-        start = 0.0 if first else total + increment
-        step = increment if (count and (not first or count)) else 0.0
+        start, exact = (0.0, False) if first else _counter_start(total, total + increment)
+        step = clean_number(increment) if count else 0.0
         value = start
         for _ in range(count):
             value += step
         total = value
-        parts.append(_run(start, step, count))
+        parts.append(_run(start, step, count, exact))
         first = False
         index = end
     return " ".join(parts)
 
 
-def _run(start: float, step: float, count: int) -> str:
+def _counter_start(previous: float, start: float) -> tuple[float, bool]:
+    """The start of a counter run as written: rounded, unless rounding would fall below ``previous``."""
+    rounded = clean_number(start)
+    return (rounded, False) if rounded >= previous else (start, True)
+
+
+def _run(start: float, step: float, count: int, exact: bool = False) -> str:
     if count == 0:
-        return _format(start)
+        return _format(start, exact)
     if step == 0:
-        return f"{_format(start)}x{count}"
+        return f"{_format(start, exact)}x{count}"
     sign = "+" if step > 0 else "-"
-    return f"{_format(start)}{sign}{_format(abs(step))}x{count}"
+    return f"{_format(start, exact)}{sign}{_format(abs(step))}x{count}"
 
 
 def render_gauge(values: Sequence[float | None]) -> str:
