@@ -13,7 +13,7 @@ PIP := $(BIN)/pip --quiet --disable-pip-version-check
 CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager
 
-.PHONY: help venv generate validate check test lint typecheck promtool-check tools bench clean
+.PHONY: help venv generate validate check diff test lint typecheck promtool-check tools bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -44,6 +44,9 @@ validate: $(RUNTIME) ## report every problem in slo_specs/, write nothing
 
 check: $(RUNTIME) ## fail when generated/ is not what slo_specs/ compiles to
 	$(CLI) check
+
+diff: $(RUNTIME) ## review the spec change against the merge base with main (DIFF_ARGS="--base REF --format markdown")
+	$(CLI) diff $(DIFF_ARGS)
 
 tools: ## install promtool, amtool, prometheus and alertmanager from Debian when missing
 	@missing=""; for tool in $(DEBIAN_TOOLS); do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \

@@ -1,4 +1,4 @@
-"""Command line: ``slo-compiler validate|generate|check|explain|schemas``.
+"""Command line: ``slo-compiler validate|generate|check|explain|diff|schemas``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
 ``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,7 +21,11 @@ from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
 from compiler.model import Model
 from compiler.pipeline import compile_specs, render, tree_problems
-from compiler.plan import plan
+from compiler.plan import Plan, plan
+from compiler.review import behaviour_of, review
+from compiler.review import render as render_review
+from compiler.review.base import BaseError, default_base, extract
+from compiler.review.behaviour import BehaviourError
 from compiler.source.schema import packaged_schemas
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
@@ -62,6 +67,22 @@ def _parser() -> argparse.ArgumentParser:
     ):
         sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
+    diff = commands.add_parser(
+        "diff",
+        parents=[common],
+        help="review a spec change by its behaviour: what changed, whom it pages, when alerts now fire",
+        description=(
+            "Compare the compiled specs of a base revision with --specs: specs and alerts added, removed or "
+            "renamed; each changed fact (threshold, windows, for, severity, labels, receivers, inhibitions, "
+            "links, series); and, with promtool, when each alert first fires and resolves on each generated "
+            "test case before and after."
+        ),
+    )
+    where = diff.add_mutually_exclusive_group()
+    where.add_argument("--base", metavar="REF", help="git revision to compare with (default: merge base with main)")
+    where.add_argument("--base-dir", type=Path, metavar="DIR", help="a spec directory to compare with, instead of git")
+    diff.add_argument("--format", choices=("markdown", "text"), default="text", help="output format (default: text)")
+    diff.add_argument("--no-behaviour", action="store_true", help="skip the promtool timings (structure only)")
     schemas = commands.add_parser(
         "schemas",
         help="write the spec language's JSON Schemas into a directory, for editors in another repository",
@@ -221,14 +242,61 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 
 # One function per command; each takes the parsed arguments and returns the exit code.
+def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
+    """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
+    try:
+        if args.base_dir is not None:
+            base_dir, name = args.base_dir, str(args.base_dir)
+        else:
+            ref = args.base or default_base(args.specs)
+            base_dir, name = extract(args.specs, ref, workdir), args.base or f"merge base {ref[:12]}"
+    except BaseError as exc:
+        print(f"slo-compiler: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not base_dir.is_dir():
+        return None, {}, name
+    model, diagnostics = compile_specs(base_dir)
+    if model is None or diagnostics:
+        print(
+            f"slo-compiler: the base ({name}) does not compile ({len(diagnostics)} problem(s)); "
+            "comparing with an empty base",
+            file=sys.stderr,
+        )
+        return None, {}, name
+    return plan(model), render(model, diagnostics), name
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, files = compiled
+    with tempfile.TemporaryDirectory(prefix="slo-compiler-base-") as tmp:
+        base = _base_plan(args, Path(tmp))
+        if isinstance(base, int):
+            return base
+        base_plan, base_files, name = base
+        head = plan(model)
+        result = review(base_plan, head)
+        behaviour = {}
+        if not args.no_behaviour:
+            try:
+                behaviour = behaviour_of(result, base_plan, head, base_files, files)
+            except (BehaviourError, OSError) as exc:
+                print(f"slo-compiler: behaviour not measured: {exc}", file=sys.stderr)
+    sys.stdout.write(render_review(result, name, behaviour, md=args.format == "markdown"))
+    return EXIT_OK
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "explain": cmd_explain,
     "generate": cmd_generate,
     "check": cmd_check,
+    "diff": cmd_diff,
     "schemas": cmd_schemas,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff"})
 
 
 def _run(args: argparse.Namespace) -> int:

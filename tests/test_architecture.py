@@ -32,6 +32,7 @@ STAGES = {
     "compiler.plan": "plan",
     "compiler.targets": "targets",
     "compiler.explain": "views",
+    "compiler.review": "views",
     "compiler.write": "write",
 }
 

@@ -1,0 +1,207 @@
+"""When each alert first fires and resolves on each generated test case, measured with promtool.
+
+A threshold or window change is reviewed by its effect: "the page now fires at minute 37
+instead of 31". The generated tests already hold the inputs that matter (each declared
+scenario, a step to full outage, each burn pair at 1.1x and 0.9x its threshold, each band
+crossed just beyond its bound), so this module re-runs their input series against the
+spec's rules with two questions per case instead of the case's own assertions: the first
+and the last minute each alert was firing (``min_over_time`` and ``max_over_time`` of
+``timestamp(ALERTS{alertstate="firing"})`` over the case). promtool answers them as
+failures listing every alert's value, which is parsed back. Cases are matched across the
+two revisions by their name with numbers blanked, since a case name carries the
+threshold that changed.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compiler.model import SLO
+from compiler.model.links import rules_path
+
+_GOT = re.compile(r"\{([^{}]*)\} (-?[0-9.]+(?:E[+-][0-9]+)?)")
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])")
+
+
+@dataclass(frozen=True)
+class Timing:
+    first: int | None  # minute the alert was first firing, None if never
+    last: int | None  # last firing minute
+    end: int  # the case's last minute
+
+    def __str__(self) -> str:
+        if self.first is None or self.last is None:
+            return "never"
+        resolved = "still firing" if self.last >= self.end else f"resolves {self.last + 1}m"
+        return f"fires {self.first}m, {resolved}"
+
+
+@dataclass(frozen=True)
+class BehaviourChange:
+    case: str
+    alert: str
+    before: str
+    after: str
+    broken: bool = False  # a scenario expectation the new behaviour no longer meets
+
+
+Timings = dict[str, dict[str, Timing]]  # case name -> alert key -> timing
+
+
+def _minutes(text: str) -> int:
+    match = _DURATION.fullmatch(text)
+    if not match or not text:
+        return 0
+    days, hours, mins, secs = (int(g) if g else 0 for g in match.groups())
+    return days * 1440 + hours * 60 + mins + (1 if secs else 0)
+
+
+def _case_end(group: dict[str, Any]) -> int:
+    times = [
+        _minutes(str(item["eval_time"]))
+        for key in ("alert_rule_test", "promql_expr_test")
+        for item in group.get(key, [])
+    ]
+    return max(times, default=0)
+
+
+def _probe(group: dict[str, Any], end: int, index: int) -> dict[str, Any]:
+    """The case's inputs with two questions; ``or vector(-index)`` makes each always answer, tagged."""
+    firing = 'timestamp(ALERTS{alertstate="firing"}) / 60'
+    questions = [
+        {
+            "expr": f"{fn}_over_time(({firing})[{end}m:1m]) or vector(-{index})",
+            "eval_time": f"{end}m",
+            "exp_samples": [],
+        }
+        for fn in ("min", "max")
+    ]
+    return {
+        "name": group["name"],
+        "interval": group.get("interval", "1m"),
+        "input_series": group.get("input_series", []),
+        "promql_expr_test": questions,
+    }
+
+
+def _alert_key(labels: dict[str, str]) -> str:
+    key = labels.get("alertname", "?")
+    if "long_window" in labels:
+        key += f" {labels['long_window']}/{labels.get('short_window', '')}"
+    return key
+
+
+_TAG = re.compile(r"(min|max)_over_time.* or vector\(-(\d+)\)")
+
+
+def _parse(output: str) -> dict[tuple[int, str], dict[str, float]]:
+    """(case index, min|max) -> alert key -> minute, from promtool's failure report."""
+    answers: dict[tuple[int, str], dict[str, float]] = {}
+    current: tuple[int, str] | None = None
+    for line in output.splitlines():
+        text = line.strip()
+        tag = _TAG.search(text) if text.startswith("expr:") else None
+        if tag:
+            current = (int(tag.group(2)), tag.group(1))
+            answers[current] = {}
+        elif text.startswith("got:") and current is not None:
+            pick = min if current[1] == "min" else max
+            found = answers[current]
+            for labels, value in _GOT.findall(text):
+                parsed = dict(_LABEL.findall(labels))
+                if "alertname" not in parsed:
+                    continue  # the tag itself
+                key = _alert_key(parsed)
+                found[key] = pick(found.get(key, float(value)), float(value))  # the earliest or latest slice
+    return answers
+
+
+class BehaviourError(RuntimeError):
+    """promtool could not run a case at all (not an assertion failure: those are the answers)."""
+
+
+def _run_cases(workdir: Path, rules: str, groups: list[dict[str, Any]]) -> Timings:
+    ends = [_case_end(group) for group in groups]
+    probes = [_probe(group, end, index + 1) for index, (group, end) in enumerate(zip(groups, ends, strict=True)) if end]
+    probe = {"rule_files": [rules], "evaluation_interval": "1m", "tests": probes}
+    path = workdir / "prometheus" / "tests" / "probe.test.yaml"
+    path.write_text(yaml.safe_dump(probe, sort_keys=False))
+    result = subprocess.run(
+        ["promtool", "test", "rules", path.name], cwd=path.parent, capture_output=True, text=True, check=False
+    )
+    output = result.stdout + result.stderr
+    if result.returncode != 0 and "got:" not in output:
+        raise BehaviourError(f"promtool could not run the cases: {output.strip()[:400]}")
+    answers = _parse(output)
+    timings: Timings = {}
+    for index, (group, end) in enumerate(zip(groups, ends, strict=True), start=1):
+        first, last = answers.get((index, "min"), {}), answers.get((index, "max"), {})
+        timings[group["name"]] = {
+            key: Timing(round(first[key]), round(last.get(key, first[key])), end) for key in first
+        }
+    return timings
+
+
+def measure(slo: SLO, files: dict[str, bytes]) -> Timings:
+    """Alert timings per generated test case of ``slo``, from the rendered ``files``."""
+    rules = rules_path(slo)
+    tests = next(
+        (p for p in sorted(files) if p.startswith("prometheus/") and p.endswith(f"/{slo.name}.test.yaml")), None
+    )
+    if tests is None or rules not in files:
+        return {}
+    document = yaml.safe_load(files[tests].decode("utf-8"))
+    with tempfile.TemporaryDirectory(prefix="slo-diff-") as tmp:
+        workdir = Path(tmp)
+        for path in (rules, tests):
+            target = workdir / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(files[path])
+        rule_ref = str(document.get("rule_files", [f"../rules/{Path(rules).name}"])[0])
+        return _run_cases(workdir, rule_ref, list(document.get("tests", [])))
+
+
+def _shape(case: str) -> str:
+    return _NUMBER.sub("#", case)
+
+
+def _expectation_broken(slo: SLO, case: str, timings: dict[str, Timing]) -> bool:
+    """Whether a declared scenario's expectation fails with these timings."""
+    scenario = next((s for s in slo.scenarios if case.startswith(f"scenario {s.name}:")), None)
+    if scenario is None:
+        return False
+    for expect in scenario.expectations:
+        minute = expect.at_ms // 60000
+        chosen = [t for key, t in timings.items() if expect.alert is None or key.split(" ")[0].endswith(expect.alert)]
+        if expect.kind == "firing" and not any(
+            t.first is not None and t.first <= minute <= (t.last or 0) for t in chosen
+        ):
+            return True
+        if expect.kind in ("silent", "nothing") and any(t.first is not None and t.first <= minute for t in chosen):
+            return True
+    return False
+
+
+def compare_timings(slo: SLO, before: Timings, after: Timings) -> tuple[BehaviourChange, ...]:
+    """Every (case, alert) whose first fire or resolve moved, appeared or vanished."""
+    by_shape = {_shape(case): timings for case, timings in before.items()}
+    changes = []
+    for case, timings in after.items():
+        known = case in before or _shape(case) in by_shape
+        previous = before[case] if case in before else by_shape.get(_shape(case), {})
+        broken = _expectation_broken(slo, case, timings)
+        for key in sorted({*timings, *previous}):
+            was = str(previous[key]) if key in previous else ("never" if known else "(new case)")
+            now = str(timings[key]) if key in timings else "never"
+            if was != now or (broken and key in timings):
+                changes.append(BehaviourChange(case, key, was, now, broken))
+    return tuple(changes)
