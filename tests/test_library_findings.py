@@ -253,12 +253,35 @@ def test_runtime_errors_leave_image_pull_failures_out(tmp_path: Path, operation:
 # -- every fixed spec states its stack and versions ---------------------------------------------
 
 
-@pytest.mark.parametrize("name", FIXED_SPECS)
-def test_spec_states_the_stack_and_versions_it_assumes(library: Model, name: str) -> None:
-    slo = spec(library, name)
-    assert slo.k8s_versions, name
-    text = (REPO_ROOT / slo.source).read_text(encoding="utf-8")
-    assert "# Stack:" in text, f"{name}: say which monitoring stack the spec assumes"
+# Specs another helper of issue 13 is changing: their stack statement comes with that change.
+STACK_PENDING = frozenset(
+    {
+        "node-readiness",
+        "node-readiness-flapping",
+        "nic-error-budget",
+        "nic-drop-budget",
+        "conntrack-exhaustion",
+        "arp-neighbor-table",
+        "apiserver-list-storm",
+    }
+)
+
+
+def yaml_specs(model: Model) -> list[SLO]:
+    return [s for s in model.slos if s.source.endswith(".yaml") and s.name not in STACK_PENDING]
+
+
+def test_every_fixed_spec_is_in_the_library(library: Model) -> None:
+    assert set(FIXED_SPECS) <= {s.name for s in library.slos}
+
+
+def test_every_spec_states_the_stack_and_versions_it_assumes(library: Model) -> None:
+    missing = [
+        s.name
+        for s in yaml_specs(library)
+        if not s.k8s_versions or "# Stack:" not in (REPO_ROOT / s.source).read_text(encoding="utf-8")
+    ]
+    assert not missing, f"say which monitoring stack and Kubernetes versions these assume: {missing}"
 
 
 def test_list_volume_specs_state_their_stack_and_are_in_shadow(library: Model) -> None:
