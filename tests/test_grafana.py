@@ -420,8 +420,8 @@ def test_library_team_dashboard_layout() -> None:
         ("timeseries", "SLI (1h) vs 99.9% objective"),
         ("stat", "Error budget remaining (30d)"),
         ("timeseries", "Error budget remaining over time (30d)"),
-        ("timeseries", "Burn rate 1h/5m (page, 14.4x)"),
-        ("timeseries", "Burn rate 6h/30m (page, 6x)"),
+        ("timeseries", "Burn rate 1h/5m (page, 30x)"),
+        ("timeseries", "Burn rate 6h/30m (ticket, 10x)"),
         ("timeseries", "Burn rate 1d/2h (ticket, 3x)"),
         ("timeseries", "Burn rate 3d/6h (ticket, 1x)"),
         ("timeseries", "Value vs normal and critical ranges"),
@@ -435,7 +435,7 @@ def test_library_team_dashboard_layout() -> None:
     ]
     rows = [title for kind, title in layout if kind == "row"]
     assert rows == sorted(rows)
-    assert [v["name"] for v in data["templating"]["list"]] == ["datasource", "cluster"]
+    assert [v["name"] for v in data["templating"]["list"]] == ["datasource", "cluster", "zone"]
     assert data["title"] == "SLOs: platform-network"
 
 
