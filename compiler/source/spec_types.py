@@ -213,6 +213,27 @@ class SLOSpecExplainsComponent(TypedDict, total=False):
     severity: NotRequired[Literal['page', 'ticket', 'any']]
 
 
+class SLOSpecFleetPage(TypedDict, total=False):
+    """When the slice's critical page fires, from the count of its units beyond the critical range: at
+    least `units` of them, at least `share` of the slice's units (in a slice of at least `min_units`),
+    or, with `require: both`, both.
+    """
+    units: NotRequired[int]
+    share: NotRequired[str | int | float]
+    min_units: NotRequired[int]
+    require: NotRequired[Literal['either', 'both']]
+
+
+class SLOSpecFleet(TypedDict, total=False):
+    """Per-unit signals (nodes, NICs, members): the critical range is judged per unit. A unit beyond it
+    opens a ticket for that unit; the critical page fires per slice only when `page` holds (at least
+    `units` units, or `share` of a slice of at least `min_units` units), never for one unit. The page
+    inhibits the spec's own per-unit tickets in the same slice.
+    """
+    units: Required[list[str]]
+    page: Required[SLOSpecFleetPage]
+
+
 class SLOSpecExplainsItem(TypedDict, total=False):
     slo: Required[str]
     equal: Required[list[str]]
@@ -245,6 +266,7 @@ class SLOSpec(TypedDict, total=False):
     scenarios: NotRequired[list[SLOScenario]]
     mode: NotRequired[Literal['live', 'shadow']]
     explains_component: NotRequired[SLOSpecExplainsComponent]
+    fleet: NotRequired[SLOSpecFleet]
     explains: NotRequired[list[SLOSpecExplainsItem]]
     series_budget: NotRequired[int]
     labels: NotRequired[dict[str, str]]
