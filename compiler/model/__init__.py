@@ -273,6 +273,19 @@ class Fleet:
     page_share: float | None  # a fraction, 0 < share <= 1
     min_units: int | None  # set whenever page_share is and either condition pages
     require_both: bool = False
+    unit_for_ms: int | None = None  # the per-unit tickets' ``for``; None: the critical range's
+
+    def describe(self) -> str:
+        """The page condition in words: ``at least 3 units and 5% of the slice``."""
+        count = f"at least {self.page_units} units" if self.page_units is not None else ""
+        share = ""
+        if self.page_share is not None:
+            share = f"{clean_number(self.page_share * 100):g}% of the slice"
+            if self.min_units is not None:
+                share += f" (of {self.min_units} or more units)"
+        if count and share:
+            return f"{count} {'and' if self.require_both else 'or'} {share}"
+        return count or f"at least {share}"
 
     def pages(self, units: int, out: int) -> bool:
         """Whether a slice of ``units`` units with ``out`` of them out of range pages (as the rule decides)."""

@@ -204,7 +204,7 @@ def _unit_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
             name=names[unit_key(side)],
             kind="range",
             severity="ticket",
-            for_ms=band.for_ms,
+            for_ms=band.for_ms if slo.fleet.unit_for_ms is None else slo.fleet.unit_for_ms,
             keep_firing_for_ms=band.keep_firing_for_ms,
             labels=routing_labels(slo, "ticket", conventions=conventions),
             band=band,

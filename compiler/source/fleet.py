@@ -14,6 +14,7 @@ import math
 from compiler import promql
 from compiler.model import SLI, Fleet, GaugeSLI, LatencySLI, QuantileSLI, Range, RatioSLI, Slice, StalenessSLI
 from compiler.model.queries import unit_value
+from compiler.model.windows import DAY
 from compiler.promql import PromQLError
 from compiler.source.reader import SpecReader, parse_percent
 from compiler.source.spec_types import SLOSpecFleetPage
@@ -65,7 +66,10 @@ def read_fleet(r: SpecReader, sli: SLI | None, slice_: Slice | None, critical: R
             "fleet.page.require: both needs both units and share (a page only when at least K units are out "
             "and they are at least X% of the slice)",
         )
-    return Fleet(units, page_units, share, min_units, both)
+    unit_for = r.duration(("fleet", "for")) if "for" in raw else None
+    if unit_for is not None and unit_for > DAY:
+        r.error(("fleet", "for"), f"fleet.for {raw.get('for')} is over 1d, the limit of every `for`")
+    return Fleet(units, page_units, share, min_units, both, unit_for)
 
 
 def _check_units(r: SpecReader, units: tuple[str, ...], slice_: Slice | None) -> None:

@@ -224,14 +224,15 @@ class SLOSpecFleetPage(TypedDict, total=False):
     require: NotRequired[Literal['either', 'both']]
 
 
-class SLOSpecFleet(TypedDict, total=False):
-    """Per-unit signals (nodes, NICs, members): the critical range is judged per unit. A unit beyond it
-    opens a ticket for that unit; the critical page fires per slice only when `page` holds (at least
-    `units` units, or `share` of a slice of at least `min_units` units), never for one unit. The page
-    inhibits the spec's own per-unit tickets in the same slice.
-    """
-    units: Required[list[str]]
-    page: Required[SLOSpecFleetPage]
+SLOSpecFleet = TypedDict(
+    "SLOSpecFleet",
+    {
+        "units": Required[list[str]],
+        "page": Required[SLOSpecFleetPage],
+        "for": NotRequired[str],
+    },
+    total=False,
+)
 
 
 class SLOSpecExplainsItem(TypedDict, total=False):

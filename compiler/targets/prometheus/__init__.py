@@ -238,7 +238,7 @@ def _fleet_unit_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     description = (
         f"{_unit_text(slo)} in {_slice_text(slo)}: its value {_HUMANIZE[slo.unit]} is {word} the critical "
         f"range ({'max' if above else 'min'} {format_value(slo.unit, bound)}) for at least "
-        f"{format_duration(band.for_ms)}. One unit is a ticket; the slice pages only when many are out."
+        f"{format_duration(alert.for_ms)}. One unit is a ticket; the slice pages only when many are out."
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
@@ -255,20 +255,13 @@ def _fleet_page_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
         share_terms.append(f"{on} ({out} / {units} >= {go_float(clean_number(fleet.page_share))})")
         if fleet.min_units is not None:
             share_terms.append(f"{on} ({units} >= {fleet.min_units})")
-    share_text = f"{format_value('ratio', fleet.page_share or 0)} of the slice" + (
-        f" (of {fleet.min_units} or more units)" if fleet.min_units is not None else ""
-    )
     if count is not None and fleet.require_both:
         expr = count + "".join(f"\n  and {term}" for term in share_terms)
-        words = f"at least {fleet.page_units} units and {share_text}"
     elif count is not None and share_terms:
         expr = f"(\n  {count}\n)\nor\n(\n  {out}" + "".join(f"\n  and {t}" for t in share_terms) + "\n)"
-        words = f"at least {fleet.page_units} units, or {share_text}"
-    elif count is not None:
-        expr, words = count, f"at least {fleet.page_units} units"
     else:
-        expr = out + "".join(f"\n  and {term}" for term in share_terms)
-        words = share_text
+        expr = count or out + "".join(f"\n  and {term}" for term in share_terms)
+    words = fleet.describe()
     bound = band.maximum if side == "Above" else band.minimum
     assert bound is not None
     word = "above" if side == "Above" else "below"
@@ -276,7 +269,7 @@ def _fleet_page_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     description = (
         f"{_slice_text(slo)}: {_HUMANIZE['count']} units are {word} the critical range "
         f"({'max' if side == 'Above' else 'min'} {format_value(slo.unit, bound)}) for at least "
-        f"{format_duration(band.for_ms)}: a correlated failure ({words} out page)."
+        f"{format_duration(band.for_ms)}: a correlated failure (it pages when {words} are out)."
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 

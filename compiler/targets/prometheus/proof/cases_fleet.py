@@ -125,7 +125,8 @@ def _group(ctx: SpecContext, twin: SLO, fleet: Fleet, page: AlertRule, unit: Ale
     out_value = ALL_BAD if isinstance(ctx.slo.sli, StateSLI) else _out_value(first, band, above, bounded)
     calm = NONE_BAD if isinstance(ctx.slo.sli, StateSLI) else ctx.calm_value()
     fires = first.onset + minutes(band.for_ms)
-    back = fires + HELD_PAST_FIRING_MIN
+    unit_fires = first.onset + minutes(unit.for_ms)
+    back = max(fires, unit_fires) + HELD_PAST_FIRING_MIN
     cleared = back + first.settle + minutes(band.keep_firing_for_ms) + CLEARED_MARGIN_MIN
     end = cleared + QUIET_TAIL_MIN
     out = Timeline.constant(out_value, back).then(calm, end - back)
@@ -141,10 +142,10 @@ def _group(ctx: SpecContext, twin: SLO, fleet: Fleet, page: AlertRule, unit: Ale
     for index, inputs in enumerate(units):
         group.extra_series.extend(inputs.input_series({"a": out if index < case.out else quiet}))
     out_labels = [units[index].alert_labels("a") for index in range(case.out)]
-    if fires > first.onset:
-        _states(group, unit, fires - 1, "pending", out_labels)
-    _states(group, unit, fires, "firing", out_labels)
-    _exactly(ctx, group, unit, fires, out_value, out_labels)
+    if unit_fires > first.onset:
+        _states(group, unit, unit_fires - 1, "pending", out_labels)
+    _states(group, unit, unit_fires, "firing", out_labels)
+    _exactly(ctx, group, unit, unit_fires, out_value, out_labels)
     if pages:
         if fires > first.onset:
             _states(group, page, fires - 1, "pending", [ctx.slice_a])
