@@ -13,6 +13,7 @@ import math
 
 from compiler import promql
 from compiler.model import SLI, Fleet, GaugeSLI, LatencySLI, QuantileSLI, Range, RatioSLI, Slice, StalenessSLI
+from compiler.model.labels import reserved_because
 from compiler.model.queries import unit_value
 from compiler.model.windows import DAY
 from compiler.promql import PromQLError
@@ -58,7 +59,7 @@ def read_fleet(r: SpecReader, sli: SLI | None, slice_: Slice | None, critical: R
         )
     both = page.get("require") == "both"
     share, min_units = _read_share(r, page, both)
-    if page_units is None and share is None:
+    if page_units is None and "share" not in page:
         r.error(("fleet", "page"), "fleet.page needs units (at least K units out), share (X% of the slice) or both")
     if both and (page_units is None or "share" not in page):
         r.error(
@@ -76,7 +77,13 @@ def _check_units(r: SpecReader, units: tuple[str, ...], slice_: Slice | None) ->
     seen: set[str] = set()
     for index, label in enumerate(units):
         key = ("fleet", "units", index)
-        r.check_not_reserved(key, label)
+        why = reserved_because(label)
+        if why is not None:
+            r.error(
+                key,
+                f"fleet.units '{label}' is reserved ({why}): the per-unit tickets would carry it and it would be "
+                "overwritten or misroute them; name the label that tells units apart in the data (instance, node)",
+            )
         if label in seen:
             r.error(key, f"fleet.units names '{label}' twice")
         seen.add(label)
