@@ -91,7 +91,8 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     add("")
     found = estimate(slo, model.project.cluster_profile)
     add(
-        f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice} + slo_info), "
+        f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice}"
+        f"{f' + {found.unit_series:,} per-unit series' if found.unit_series else ''} + slo_info), "
         f"budget {found.budget:,}"
     )
     add("")
