@@ -76,6 +76,10 @@ BAD_FLEETS: dict[str, tuple[str, str]] = {
     "empty-page": ("page: {units: 3}", "page: {}"),
     "node-on-node-exporter": ("units: [instance]", "units: [node]"),
     "unit-is-slice": ("units: [instance]", "units: [cluster]"),
+    "instance-on-ksm": (
+        "max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)",
+        "max by (cluster) (kube_node_spec_unschedulable)",
+    ),
     "unit-reserved": ("units: [instance]", "units: [severity]"),
     "no-critical": ("critical_range:\n  max: 0.9\n", ""),
     "staleness": (
@@ -83,6 +87,12 @@ BAD_FLEETS: dict[str, tuple[str, str]] = {
         "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
         "sli:\n  staleness:\n    timestamp: node_boot_time_seconds\nunit: seconds\nnormal_range:\n  max: 180\n"
         "critical_range:\n  max: 600\n",
+    ),
+    "ratio-good": (
+        "sli:\n  gauge:\n    expr: 'max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)'\n"
+        "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
+        "sli:\n  ratio:\n    good: 'node_network_receive_packets_total{device=\"eth0\"}'\n"
+        "    total: node_network_receive_packets_total\nnormal_range:\n  max: 0.01\ncritical_range:\n  max: 0.05\n",
     ),
     "no-budget": ("series_budget: 8000\n", ""),
 }
@@ -121,12 +131,22 @@ ERRORS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "node-on-node-exporter": (
         "node]",
         "units:",
-        ("'node' is not a label of node_nf_conntrack_entries", "node-exporter series do not carry 'node'", "instance"),
+        (
+            "'node' does not tell the units of node_nf_conntrack_entries apart",
+            "node-exporter series do not carry 'node'",
+            "instance",
+        ),
+    ),
+    "instance-on-ksm": (
+        "instance]",
+        "units:",
+        ("on kube-state-metrics series 'instance' is the kube-state-metrics pod",),
     ),
     "unit-is-slice": ("cluster]", "units:", ("already a slice label",)),
     "unit-reserved": ("severity]", "units:", ("fleet.units 'severity' is reserved",)),
     "no-critical": ("units:", "fleet:", ("fleet judges the critical range per unit, and this spec has none",)),
     "staleness": ("units:", "fleet:", ("no per-unit form for a staleness SLI",)),
+    "ratio-good": ("units:", "fleet:", ("fleet on a ratio SLI needs `bad`",)),
     "no-budget": ("by:", "slice:", ("slicing by instance records about 7,504 series", "7,500 of them per fleet unit")),
 }
 

@@ -20,21 +20,19 @@ from compiler.promql import PromQLError
 from compiler.source.reader import SpecReader, parse_percent
 from compiler.source.spec_types import SLOSpecFleetPage
 
-# Labels the series of an exporter never carry, by metric-name prefix, and what carries the unit instead.
-_NOT_CARRIED: tuple[tuple[str, str, frozenset[str], str], ...] = (
+# Labels that never tell an exporter's units apart, by metric-name prefix, and why (what does instead).
+_NOT_CARRIED: tuple[tuple[str, frozenset[str], str], ...] = (
     (
         "node_",
-        "node-exporter",
         frozenset({"node", "pod", "namespace"}),
-        "its series carry `instance` (the scrape target, host:9100; kube-prometheus relabels it to the "
-        "node name) and `device` for NICs",
+        "node-exporter series do not carry '{label}'; they carry `instance` (the scrape target, host:9100; "
+        "kube-prometheus relabels it to the node name) and `device` for NICs",
     ),
     (
         "kube_",
-        "kube-state-metrics",
         frozenset({"instance"}),
-        "`instance` is the kube-state-metrics pod that exports every object; the object is in its own "
-        "label (`node`, `pod`)",
+        "on kube-state-metrics series '{label}' is the kube-state-metrics pod that exports every object, the same "
+        "for all of them; the object is in its own label (`node`, `pod`)",
     ),
 )
 
@@ -168,13 +166,13 @@ def _check_units_reach(r: SpecReader, sli: SLI, slice_: Slice, units: tuple[str,
         if label in joined:
             continue
         for name, _ in selectors:
-            for prefix, exporter, absent, carried in _NOT_CARRIED:
+            for prefix, absent, why in _NOT_CARRIED:
                 if name and name.startswith(prefix) and label in absent:
                     r.error(
                         key,
-                        f"fleet.units '{label}' is not a label of {name}: {exporter} series do not carry "
-                        f"'{label}'; {carried}. Name that label, or attach '{label}' with a slice.join "
-                        "from an info metric that really maps it",
+                        f"fleet.units '{label}' does not tell the units of {name} apart: {why.format(label=label)}. "
+                        f"Name that label, or attach '{label}' with a slice.join from an info metric that really "
+                        "maps it",
                     )
                     return
 
