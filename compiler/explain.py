@@ -89,11 +89,7 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
         add(f"  {record['record']}:")
         add("    " + str(record["expr"]).replace("\n", "\n    "))
     add("")
-    found = estimate(slo, model.project.cluster_profile)
-    add(
-        f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice} + slo_info), "
-        f"budget {found.budget:,}"
-    )
+    add(_series_line(estimate(slo, model.project.cluster_profile)))
     add("")
     add("routing:")
     team = slo.owner
@@ -110,3 +106,12 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     for explains in slo.explains:
         add(f"  explains {explains.slo}: inhibits its alerts with equal {', '.join(explains.equal)}")
     return "\n".join(out) + "\n"
+
+
+def _series_line(found: Estimate) -> str:
+    """The estimate in words: slices times series per slice, a fleet's per-unit series, slo_info."""
+    units = f" + {found.unit_series:,} per-unit series" if found.unit_series else ""
+    return (
+        f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice}{units} + slo_info), "
+        f"budget {found.budget:,}"
+    )

@@ -39,7 +39,7 @@ GENERATED = REPO_ROOT / "generated"
 INCIDENTS = {
     "apiserver-write-latency": 0.2,  # scheduling and API latency: 20% slow or failed writes
     "apf-protected-level-rejections": 2.0,  # watch/list volume: 2 rejections/s on a protected level
-    "conntrack-exhaustion": 0.95,  # node and network: the fullest conntrack table at 95%
+    "conntrack-exhaustion": 0.95,  # node and network: one node's conntrack table at 95%: a ticket naming it
     "cluster-dns-servfail": 0.1,  # 10% SERVFAIL, explained (inhibited) by the apiserver page
 }
 CLUSTER = "west"
@@ -151,7 +151,7 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
                 "ApiserverWriteLatencyErrorBudgetBurn",
                 "APFRejectingProtectedLevelAboveNormalRange",
             },
-            "platform-network-page": {"ConntrackExhaustionAboveCriticalRange"},
+            "platform-network-ticket": {"ConntrackExhaustionUnitAboveCriticalRange"},
         }
 
         def delivered() -> bool:
@@ -176,13 +176,16 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
             "/apiserver-write-latency.md#apiserverwritelatencyerrorbudgetburn"
         )
         assert "20%" in burn["annotations"]["description"]
+        # One node past the critical range is a ticket naming that node (a fleet), never a page.
         conntrack = next(
             a
-            for a in stack.webhook.alerts("platform-network-page")
-            if a["labels"]["alertname"] == "ConntrackExhaustionAboveCriticalRange"
+            for a in stack.webhook.alerts("platform-network-ticket")
+            if a["labels"]["alertname"] == "ConntrackExhaustionUnitAboveCriticalRange"
         )
-        assert conntrack["labels"]["severity"] == "page" and conntrack["labels"]["team"] == "platform-network"
-        assert "95%" in conntrack["annotations"]["description"]
+        assert conntrack["labels"]["severity"] == "ticket" and conntrack["labels"]["team"] == "platform-network"
+        assert conntrack["labels"]["instance"] and "95%" in conntrack["annotations"]["description"]
+        pages = {a["labels"]["alertname"] for a in stack.webhook.alerts("platform-network-page")}
+        assert "ConntrackExhaustionAboveCriticalRange" not in pages
         for receiver in stack.webhook.receivers():
             for alert in stack.webhook.alerts(receiver):
                 assert alert["labels"].get("cluster", CLUSTER) == CLUSTER, "the calm slice alerted"
@@ -191,7 +194,6 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
         # A page inhibits the ticket of the same slo and slice, and the apiserver page inhibits the DNS
         # alerts it explains: firing in Prometheus, suppressed in Alertmanager, never delivered.
         inhibited = (
-            "ConntrackExhaustionAboveNormalRange",
             "ApiserverWriteLatencyAboveNormalRange",
             "ClusterDnsServfailAboveCriticalRange",
             "ClusterDnsServfailErrorBudgetBurn",

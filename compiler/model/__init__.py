@@ -17,7 +17,16 @@ from compiler.text.numbers import clean_number
 Severity = Literal["page", "ticket", "info"]
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
 # The alerts of one spec, by kind (and band side and level): the keys of a spec's alert_names.
-AlertKey = Literal["burn", "above_normal", "below_normal", "above_critical", "below_critical", "no_data"]
+AlertKey = Literal[
+    "burn",
+    "above_normal",
+    "below_normal",
+    "above_critical",
+    "below_critical",
+    "no_data",
+    "unit_above_critical",  # a fleet's per-unit tickets: named by the compiler, not by alert_names
+    "unit_below_critical",
+]
 ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
 Labels = tuple[tuple[str, str], ...]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
@@ -250,6 +259,45 @@ class ExplainsComponent:
 
 
 @dataclass(frozen=True)
+class Fleet:
+    """Per-unit judging of the critical range: a ticket per unit beyond it, a page per slice only for many.
+
+    ``units`` tell the units of a slice apart (``instance``, ``device``, ``node``). The page
+    fires when at least ``page_units`` units are beyond the critical range, or when at least
+    ``page_share`` of them are in a slice of at least ``min_units`` units (with
+    ``require_both``: only when both the count and the share hold); never for one unit.
+    """
+
+    units: tuple[str, ...]
+    page_units: int | None
+    page_share: float | None  # a fraction, 0 < share <= 1
+    min_units: int | None  # set whenever page_share is and either condition pages
+    require_both: bool = False
+    unit_for_ms: int | None = None  # the per-unit tickets' ``for``; None: the critical range's
+
+    def describe(self) -> str:
+        """The page condition in words: ``at least 3 units and 5% of the slice``."""
+        count = f"at least {self.page_units} units" if self.page_units is not None else ""
+        share = ""
+        if self.page_share is not None:
+            share = f"{clean_number(self.page_share * 100):g}% of the slice"
+            if self.min_units is not None:
+                share += f" (of {self.min_units} or more units)"
+        if count and share:
+            return f"{count} {'and' if self.require_both else 'or'} {share}"
+        return count or f"at least {share}"
+
+    def pages(self, units: int, out: int) -> bool:
+        """Whether a slice of ``units`` units with ``out`` of them out of range pages (as the rule decides)."""
+        by_count = self.page_units is not None and out >= self.page_units
+        by_share = self.page_share is not None and units > 0 and out / units >= self.page_share
+        big_enough = self.min_units is None or units >= self.min_units
+        if self.require_both:
+            return by_count and by_share and big_enough
+        return by_count or (by_share and big_enough)
+
+
+@dataclass(frozen=True)
 class Segment:
     """One stretch of a scenario's input: held constant, ramped, or missing."""
 
@@ -306,6 +354,7 @@ class SLO:
     annotations: Labels = ()  # extra alert annotations of this spec, literal text
     alert_names: tuple[tuple[AlertKey, str], ...] = ()  # full alert names that replace prefix + suffix
     explains_component: ExplainsComponent | None = None  # expanded into ``explains`` by the project checks
+    fleet: Fleet | None = None  # the critical range judged per unit (see ``Fleet``)
 
     @property
     def counts_events(self) -> bool:

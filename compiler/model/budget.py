@@ -12,9 +12,14 @@ import math
 from dataclasses import dataclass
 
 from compiler.model import SLO, ClusterProfile
-from compiler.model.series import recorded_names
+from compiler.model.series import recorded_names, unit_names
 
 HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
+# Slice labels that partition the nodes: a node is in one pool and one zone, so per-node units
+# of a pool-by-zone slice are the cluster's nodes once, not once per pool and zone.
+NODE_PARTITIONS = frozenset(
+    {"node_pool", "label_node_pool", "zone", "label_topology_kubernetes_io_zone", "topology_kubernetes_io_zone"}
+)
 
 
 def label_cardinality(profile: ClusterProfile, label: str) -> int:
@@ -63,6 +68,7 @@ class Estimate:
     series: int
     budget: int
     high_cardinality: tuple[str, ...]
+    unit_series: int = 0  # a fleet's per-unit series, counted in ``series``
 
     @property
     def over(self) -> bool:
@@ -73,12 +79,36 @@ def estimate(slo: SLO, profile: ClusterProfile) -> Estimate:
     declared = dict(slo.slice.cardinality)
     slices = math.prod(declared.get(label) or label_cardinality(profile, label) for label in slo.slice.by)
     per_slice = len(recorded_names(slo))
+    units = unit_series(slo, profile)
+    unit_labels = slo.fleet.units if slo.fleet is not None else ()
     return Estimate(
         slo=slo.name,
         family=slo.family,
         slices=slices,
         series_per_slice=per_slice,
-        series=slices * per_slice + 1,  # + slo_info
+        series=slices * per_slice + units + 1,  # + slo_info
         budget=slo.series_budget or profile.default_series_budget,
-        high_cardinality=tuple(label for label in slo.slice.by if label in HIGH_CARDINALITY and label not in declared),
+        high_cardinality=tuple(
+            label for label in (*slo.slice.by, *unit_labels) if label in HIGH_CARDINALITY and label not in declared
+        ),
+        unit_series=units,
     )
+
+
+def unit_series(slo: SLO, profile: ClusterProfile) -> int:
+    """The per-unit series a fleet records: every unit once, times the slice labels that do not partition them.
+
+    Per-node units (``node``, ``instance``) sliced by pool and zone are the cluster's nodes once;
+    a slice label that does not partition the nodes multiplies them.
+    """
+    if slo.fleet is None:
+        return 0
+    declared = dict(slo.slice.cardinality)
+    per_node = any(label in ("node", "instance") for label in slo.fleet.units)
+    slice_factor = math.prod(
+        declared.get(label) or label_cardinality(profile, label)
+        for label in slo.slice.by
+        if not (per_node and label in NODE_PARTITIONS)
+    )
+    units = math.prod(label_cardinality(profile, label) for label in slo.fleet.units)
+    return slice_factor * units * len(unit_names(slo))

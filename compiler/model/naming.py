@@ -51,6 +51,17 @@ _RANGE_KEYS: dict[tuple[Side, Level], AlertKey] = {
     ("Above", "Critical"): "above_critical",
     ("Below", "Critical"): "below_critical",
 }
+_UNIT_KEYS: dict[Side, AlertKey] = {"Above": "unit_above_critical", "Below": "unit_below_critical"}
+
+
+def unit_key(side: Side) -> AlertKey:
+    """The key of a fleet's per-unit ticket on one side of the critical band."""
+    return _UNIT_KEYS[side]
+
+
+def unit_alert_name(prefix: str, side: Side) -> str:
+    """A fleet's per-unit ticket: ``<prefix>UnitAboveCriticalRange``, next to the slice's page."""
+    return f"{prefix}Unit{side}CriticalRange"
 
 
 def range_key(side: Side, level: Level) -> AlertKey:
@@ -64,17 +75,24 @@ def default_alert_name(prefix: str, key: AlertKey) -> str:
         return burn_alert_name(prefix)
     if key == "no_data":
         return no_data_alert_name(prefix)
+    unit_side = next((side for side, found in _UNIT_KEYS.items() if found == key), None)
+    if unit_side is not None:
+        return unit_alert_name(prefix, unit_side)
     side, level = next(pair for pair, found in _RANGE_KEYS.items() if found == key)
     return range_alert_name(prefix, side, level)
 
 
-def alert_keys_for(has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool) -> list[AlertKey]:
-    """The kinds of alert a spec produces, in rule order."""
+def alert_keys_for(
+    has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool, fleet: bool = False
+) -> list[AlertKey]:
+    """The kinds of alert a spec produces, in rule order (a fleet's per-unit tickets after its page)."""
     keys: list[AlertKey] = ["burn"] if has_objective else []
     levels: tuple[tuple[Level, Range | None], ...] = (("Normal", normal), ("Critical", critical))
     for level, band in levels:
         if band is not None:
             keys.extend(range_key(side, level) for side in band_sides(band))
+    if fleet and critical is not None:
+        keys.extend(unit_key(side) for side in band_sides(critical))
     if no_data:
         keys.append("no_data")
     return keys
@@ -87,12 +105,13 @@ def alert_name_table(
     critical: Range | None,
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
+    fleet: bool = False,
 ) -> dict[AlertKey, str]:
     """Each kind of alert a spec produces and its name, in rule order: the override, or prefix plus suffix."""
     given = overrides or {}
     return {
         key: given.get(key) or default_alert_name(prefix, key)
-        for key in alert_keys_for(has_objective, normal, critical, no_data)
+        for key in alert_keys_for(has_objective, normal, critical, no_data, fleet)
     }
 
 
@@ -103,9 +122,10 @@ def alert_names_for(
     critical: Range | None,
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
+    fleet: bool = False,
 ) -> list[str]:
     """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
-    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides).values())
+    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, fleet).values())
 
 
 def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
@@ -117,4 +137,5 @@ def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
         slo.critical_range,
         slo.no_data.enabled,
         dict(slo.alert_names),
+        slo.fleet is not None,
     )

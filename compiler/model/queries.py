@@ -8,9 +8,11 @@ recorded series instead (``compiler.model.series``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from compiler.model import (
+    SLI,
     SLO,
     GaugeSLI,
     LatencySLI,
@@ -22,7 +24,7 @@ from compiler.model import (
     series,
 )
 from compiler.model import labels as lbl
-from compiler.promql import Matcher, render_selector
+from compiler.promql import Matcher, keep_in_aggregations, render_selector
 from compiler.text.numbers import go_float
 
 RAW_RANGE = "5m"
@@ -161,3 +163,37 @@ def raw_expressions(slo: SLO) -> dict[str, str]:
         return {series.VALUE: value(slo)}
     total, bad = total_and_bad(slo)
     return {series.TOTAL_5M: total, series.BAD_5M: bad}
+
+
+def unit_value(sli: SLI, slice_: Slice, units: Sequence[str]) -> str:
+    """The SLI per unit (slice labels plus ``units``), for a fleet: each unit judged on its own.
+
+    A gauge keeps the unit labels through every aggregation of its expression; a state is the
+    unit's bad state (1 - state); a ratio is the unit's own bad over its own total. Raises
+    TypeError for a kind that has no per-unit form (the reader reports it first).
+    """
+    per_unit = dataclasses.replace(slice_, by=(*slice_.by, *(label for label in units if label not in slice_.by)))
+    by = _by(per_unit.by)
+    if isinstance(sli, GaugeSLI) and not sli.absent_as_zero_while:
+        expr = keep_in_aggregations(sli.expr, units)
+        return f"{sli.aggregate}{by} (\n  {_joined(f'({expr})', per_unit)}\n)"
+    if isinstance(sli, StateSLI):
+        state = _joined(f"({sli.expr})", per_unit)
+        return f"max{by} (\n  1 - ({state})\n)"
+    if isinstance(sli, RatioSLI) and sli.bad:
+        total = _rate_sum(sli.total, per_unit)
+        bad = _rate_sum(sli.bad, per_unit)
+        return f"(\n{_indent(bad)}\n  or {_on(per_unit.by)}\n  0 * {total.strip()}\n)\n/\n{total}"
+    raise TypeError(f"{type(sli).__name__} has no per-unit form")
+
+
+def fleet_counts(slo: SLO) -> tuple[str, str]:
+    """Per slice: how many units report, and how many are beyond the critical range (0, not absent)."""
+    band, by = slo.critical_range, slo.slice.by
+    assert band is not None
+    unit = series.recorded(series.UNIT_VALUE, slo)
+    units = f"count{_by(by)} (\n  {unit}\n)"
+    bounds = [f"{unit} > {go_float(band.maximum)}"] if band.maximum is not None else []
+    bounds += [f"{unit} < {go_float(band.minimum)}"] if band.minimum is not None else []
+    out = f"count{_by(by)} (\n  {' or '.join(bounds)}\n)"
+    return units, f"{out}\nor {_on(by)}\n  0 * {series.recorded(series.FLEET_UNITS, slo)}"

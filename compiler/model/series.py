@@ -24,6 +24,10 @@ BAD_1H = "slo:sli_bad:rate1h"
 BUDGET_REMAINING = "slo:error_budget_remaining:ratio"
 VALUE = "slo:sli_value:gauge"
 INFO = "slo_info"
+# A fleet's per-unit series (``SLO.fleet``): each unit's value, then per slice its units and those out of range.
+UNIT_VALUE = "slo:unit_value:gauge"
+FLEET_UNITS = "slo:fleet_units:count"
+FLEET_UNITS_OUT = "slo:fleet_units_out:count"
 
 def recorded(name: str, slo: SLO | str) -> str:
     """A selector of one SLO's recorded series."""
@@ -70,10 +74,20 @@ def presence_series(slo: SLO) -> str:
 
 
 def recorded_names(slo: SLO) -> list[str]:
-    """The series an SLO records per slice (``slo_info`` aside), in rule order."""
+    """The series an SLO records per slice (``slo_info`` and per-unit series aside), in rule order."""
     if not slo.counts_events:
-        return [VALUE]
+        return [VALUE, *fleet_slice_names(slo)]
     names = [TOTAL_5M, BAD_5M]
     if slo.objective is not None:
         names += [TOTAL_1H, BAD_1H, BUDGET_REMAINING]
-    return names
+    return [*names, *fleet_slice_names(slo)]
+
+
+def fleet_slice_names(slo: SLO) -> list[str]:
+    """The per-slice counts a fleet records: its units, and those beyond the critical range."""
+    return [FLEET_UNITS, FLEET_UNITS_OUT] if slo.fleet is not None else []
+
+
+def unit_names(slo: SLO) -> list[str]:
+    """The series a fleet records per unit (one per unit of every slice)."""
+    return [UNIT_VALUE] if slo.fleet is not None else []

@@ -22,6 +22,7 @@ from compiler.model.naming import (
     band_sides,
     range_key,
     spec_alert_names,
+    unit_key,
 )
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
@@ -44,6 +45,9 @@ class AlertSpec:
     level: Level | None = None  # Normal | Critical, for range alerts
     side: Side | None = None  # Above | Below, for range alerts
     annotations: Labels = ()  # the team's extra annotations (project, then spec), literal text
+    # A fleet's alerts (range kind, critical level): "page" per slice when many units are out,
+    # "unit" the ticket of one unit out (its instances also carry the fleet's unit labels).
+    fleet: Literal["page", "unit"] | None = None
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -183,6 +187,31 @@ def _range_alerts(slo: SLO, band: Range | None, level: Level, conventions: Conve
             level=level,
             side=side,
             annotations=merged(conventions.annotations, slo.annotations),
+            fleet="page" if slo.fleet is not None and level == "Critical" else None,
+        )
+        for side in band_sides(band)
+    ]
+
+
+def _unit_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
+    """A fleet's per-unit tickets: one unit beyond the critical range is seen, and never pages."""
+    band = slo.critical_range
+    if slo.fleet is None or band is None:
+        return []
+    names = spec_alert_names(slo)
+    return [
+        AlertSpec(
+            name=names[unit_key(side)],
+            kind="range",
+            severity="ticket",
+            for_ms=band.for_ms if slo.fleet.unit_for_ms is None else slo.fleet.unit_for_ms,
+            keep_firing_for_ms=band.keep_firing_for_ms,
+            labels=routing_labels(slo, "ticket", conventions=conventions),
+            band=band,
+            level="Critical",
+            side=side,
+            annotations=merged(conventions.annotations, slo.annotations),
+            fleet="unit",
         )
         for side in band_sides(band)
     ]
@@ -205,11 +234,12 @@ def _no_data_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
 
 
 def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
-    """One spec's alerts in rule order: burn pairs, normal range, critical range, no data."""
+    """One spec's alerts in rule order: burn pairs, normal range, critical range, per-unit tickets, no data."""
     alerts = [
         *_burn_alerts(slo, conventions),
         *_range_alerts(slo, slo.normal_range, "Normal", conventions),
         *_range_alerts(slo, slo.critical_range, "Critical", conventions),
+        *_unit_alerts(slo, conventions),
         *_no_data_alerts(slo, conventions),
     ]
     return SpecPlan(slo=slo, alerts=tuple(alerts), recorded=tuple(series.recorded_names(slo)))

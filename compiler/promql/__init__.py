@@ -721,6 +721,37 @@ class _Renderer:
         return "".join(" " + p for p in parts)
 
 
+class _KeepingRenderer(_Renderer):
+    """Re-renders an expression so every aggregation keeps ``labels`` (``by`` gains them, ``without`` loses them)."""
+
+    def __init__(self, labels: Sequence[str]) -> None:
+        super().__init__(())
+        self._keep = tuple(labels)
+
+    def _aggregate(self, node: pp.AggregateExpr) -> str:
+        if node.modifier is None:
+            return super()._aggregate(node)
+        given = list(node.modifier.labels)
+        if node.modifier.type == pp.AggModifierType.By:
+            kept = [*given, *(label for label in self._keep if label not in given)]
+            word = "by"
+        else:
+            kept = [label for label in given if label not in self._keep]
+            word = "without"
+        args = ([self.render(node.param)] if node.param is not None else []) + [self.render(node.expr)]
+        return f"{node.op} {word} {_render_label_list(kept)} ({', '.join(args)})"
+
+
+def keep_in_aggregations(text: str, labels: Sequence[str]) -> str:
+    """``text`` with ``labels`` kept through every aggregation that names its labels.
+
+    ``max by (cluster) (x)`` becomes ``max by (cluster, instance) (x)``: the per-unit form of
+    a per-slice expression, for signals judged per unit (node, NIC) as well as per slice.
+    An aggregation without ``by`` or ``without`` still drops them (``labels_lost`` says so).
+    """
+    return _KeepingRenderer(labels).render(parse_expr(text))
+
+
 def _same_float(a: float, b: float) -> bool:
     """Float equality that treats NaN as equal to NaN."""
     return a == b or (math.isnan(a) and math.isnan(b))

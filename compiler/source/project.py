@@ -378,9 +378,10 @@ def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Pro
         found = estimate(slo, profile)
         if found.high_cardinality and slo.series_budget is None:
             labels = ", ".join(found.high_cardinality)
+            per_unit = f" ({found.unit_series:,} of them per fleet unit)" if found.unit_series else ""
             diagnostics.error(
                 document.key_position(("slice", "by")),
-                f"slicing by {labels} records about {found.series:,} series on the {profile.name}; "
+                f"slicing by {labels} records about {found.series:,} series{per_unit} on the {profile.name}; "
                 "aggregate to a pool or zone, or opt in with an explicit series_budget",
             )
         elif found.over:
@@ -389,7 +390,8 @@ def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Pro
                 if slo.series_budget
                 else document.key_position(("slice", "by")),
                 f"records about {found.series:,} series ({found.slices:,} slices x {found.series_per_slice} recorded "
-                f"series) on the {profile.name}, over its budget of {found.budget:,}",
+                f"series{f' + {found.unit_series:,} per-unit series' if found.unit_series else ''}) on the "
+                f"{profile.name}, over its budget of {found.budget:,}",
             )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from compiler.model import SLI, SLO, AlertKey, Explains, ExplainsComponent, Mitigation, Range, Scenario, Team
 from compiler.model.naming import camel
 from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
+from compiler.source.fleet import read_fleet
 from compiler.source.objective import (
     read_objective,
 )
@@ -39,6 +40,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         check_sli_leaves_component_labels(r)
     objective = read_objective(r, sli) if "objective" in data and r.readable("objective") else None
     normal, critical = _ranges(r, sli)
+    fleet = read_fleet(r, sli, slice_, critical)
     check_staleness_bounds(r, sli)
     no_data = read_no_data(r) if r.readable("no_data") else None
     check_wait_limits(r)
@@ -83,6 +85,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         annotations=annotations,
         alert_names=alert_names,
         explains_component=_explains_component(data.get("explains_component")),
+        fleet=fleet,
     )
 
 

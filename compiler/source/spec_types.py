@@ -213,6 +213,28 @@ class SLOSpecExplainsComponent(TypedDict, total=False):
     severity: NotRequired[Literal['page', 'ticket', 'any']]
 
 
+class SLOSpecFleetPage(TypedDict, total=False):
+    """When the slice's critical page fires, from the count of its units beyond the critical range: at
+    least `units` of them, at least `share` of the slice's units (in a slice of at least `min_units`),
+    or, with `require: both`, both.
+    """
+    units: NotRequired[int]
+    share: NotRequired[str | int | float]
+    min_units: NotRequired[int]
+    require: NotRequired[Literal['either', 'both']]
+
+
+SLOSpecFleet = TypedDict(
+    "SLOSpecFleet",
+    {
+        "units": Required[list[str]],
+        "page": Required[SLOSpecFleetPage],
+        "for": NotRequired[str],
+    },
+    total=False,
+)
+
+
 class SLOSpecExplainsItem(TypedDict, total=False):
     slo: Required[str]
     equal: Required[list[str]]
@@ -245,6 +267,7 @@ class SLOSpec(TypedDict, total=False):
     scenarios: NotRequired[list[SLOScenario]]
     mode: NotRequired[Literal['live', 'shadow']]
     explains_component: NotRequired[SLOSpecExplainsComponent]
+    fleet: NotRequired[SLOSpecFleet]
     explains: NotRequired[list[SLOSpecExplainsItem]]
     series_budget: NotRequired[int]
     labels: NotRequired[dict[str, str]]

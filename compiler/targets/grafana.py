@@ -407,7 +407,18 @@ def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
     reason = f" {band.reason.strip()}" if band.reason.strip() else ""
     return (
         f"{label} range ({model.project.severity_text(band.severity)}): {'; '.join(bounds)}. Alerts once outside for "
-        f"{format_duration(band.for_ms)}{keep}.{reason}"
+        f"{format_duration(band.for_ms)}{keep}.{reason}{_fleet_text(slo) if label == 'Critical' else ''}"
+    )
+
+
+def _fleet_text(slo: SLO) -> str:
+    """A fleet judges the critical range per unit, which the per-slice value on this panel does not show."""
+    if slo.fleet is None:
+        return ""
+    return (
+        f" Judged per unit ({', '.join(slo.fleet.units)}; `{series.UNIT_VALUE}`): one unit out is a ticket naming it, "
+        f"and the slice pages when {slo.fleet.describe()} are out (`{series.FLEET_UNITS_OUT}` of "
+        f"`{series.FLEET_UNITS}`)."
     )
 
 

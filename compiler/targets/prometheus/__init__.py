@@ -42,12 +42,12 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
         rules.append(_record(series.VALUE, queries.value(slo), slo))
-        return rules
+        return [*rules, *fleet_recording_rules(slo)]
     total, bad = queries.total_and_bad(slo)
     rules.append(_record(series.TOTAL_5M, total, slo))
     rules.append(_record(series.BAD_5M, bad, slo))
     if slo.objective is None:
-        return rules
+        return [*rules, *fleet_recording_rules(slo)]
     rules.append(_record(series.TOTAL_1H, f"avg_over_time({series.recorded(series.TOTAL_5M, slo)}[1h])", slo))
     rules.append(_record(series.BAD_1H, f"avg_over_time({series.recorded(series.BAD_5M, slo)}[1h])", slo))
     period = format_duration(slo.objective.period_ms)
@@ -61,7 +61,23 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
             slo,
         )
     )
-    return rules
+    return [*rules, *fleet_recording_rules(slo)]
+
+
+def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
+    """A fleet's series: each unit's value, then per slice the units that report and those out of range.
+
+    The page reads the two per-slice counts, so it costs one comparison per slice however many
+    units there are; the per-unit tickets read the per-unit value.
+    """
+    if slo.fleet is None:
+        return []
+    units, out = queries.fleet_counts(slo)
+    return [
+        _record(series.UNIT_VALUE, queries.unit_value(slo.sli, slo.slice, slo.fleet.units), slo),
+        _record(series.FLEET_UNITS, units, slo),
+        _record(series.FLEET_UNITS_OUT, out, slo),
+    ]
 
 
 def _go_text(text: str) -> str:
@@ -204,9 +220,67 @@ def _range_condition(slo: SLO, band: Range, side: str) -> tuple[str, list[str]]:
     return expr, bounds
 
 
+def _unit_text(slo: SLO) -> str:
+    units = slo.fleet.units if slo.fleet is not None else ()
+    return " ".join(f"{label}={{{{ $labels.{label} }}}}" for label in units)
+
+
+def _fleet_unit_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    """One unit beyond the critical range: a ticket that names the unit, never a page."""
+    band, side = alert.band, alert.side
+    assert band is not None and side is not None
+    above = side == "Above"
+    bound = band.maximum if above else band.minimum
+    assert bound is not None
+    word = "above" if above else "below"
+    expr = f"{series.recorded(series.UNIT_VALUE, slo)} {'>' if above else '<'} {go_float(bound)}"
+    summary = f"{slo.name}: {_unit_text(slo)} {word} its critical range ({_slice_text(slo)})"
+    description = (
+        f"{_unit_text(slo)} in {_slice_text(slo)}: its value {_HUMANIZE[slo.unit]} is {word} the critical "
+        f"range ({'max' if above else 'min'} {format_value(slo.unit, bound)}) for at least "
+        f"{format_duration(alert.for_ms)}. One unit is a ticket; the slice pages only when many are out."
+    )
+    return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
+
+
+def _fleet_page_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    """The slice's critical page: at least K units out, or a share of a slice with enough units."""
+    fleet, band, side = slo.fleet, alert.band, alert.side
+    assert fleet is not None and band is not None and side is not None
+    out, units = series.recorded(series.FLEET_UNITS_OUT, slo), series.recorded(series.FLEET_UNITS, slo)
+    on = f"on ({', '.join(slo.slice.by)})" if slo.slice.by else "on ()"
+    count = f"{out} >= {fleet.page_units}" if fleet.page_units is not None else None
+    share_terms = []
+    if fleet.page_share is not None:
+        share_terms.append(f"{on} ({out} / {units} >= {go_float(clean_number(fleet.page_share))})")
+        if fleet.min_units is not None:
+            share_terms.append(f"{on} ({units} >= {fleet.min_units})")
+    if count is not None and fleet.require_both:
+        expr = count + "".join(f"\n  and {term}" for term in share_terms)
+    elif count is not None and share_terms:
+        expr = f"(\n  {count}\n)\nor\n(\n  {out}" + "".join(f"\n  and {t}" for t in share_terms) + "\n)"
+    else:
+        expr = count or out + "".join(f"\n  and {term}" for term in share_terms)
+    words = fleet.describe()
+    bound = band.maximum if side == "Above" else band.minimum
+    assert bound is not None
+    word = "above" if side == "Above" else "below"
+    summary = f"{slo.name}: {_HUMANIZE['count']} units {word} the critical range ({_slice_text(slo)})"
+    description = (
+        f"{_slice_text(slo)}: {_HUMANIZE['count']} units are {word} the critical range "
+        f"({'max' if side == 'Above' else 'min'} {format_value(slo.unit, bound)}) for at least "
+        f"{format_duration(band.for_ms)}: a correlated failure (it pages when {words} are out)."
+    )
+    return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
+
+
 def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     band, side, level = alert.band, alert.side, alert.level
     assert band is not None and side is not None and level is not None
+    if alert.fleet == "unit":
+        return _fleet_unit_rule(model, slo, alert)
+    if alert.fleet == "page":
+        return _fleet_page_rule(model, slo, alert)
     expr, bounds = _range_condition(slo, band, side)
     reason = f" {_go_text(band.reason)}" if band.reason else ""
     word = "above" if side == "Above" else "below"

@@ -56,6 +56,9 @@ class AlertView:
     band: Range | None = None
     band_label: str = ""
     direction: str = ""
+    fleet: str = ""  # "unit" or "page" for a fleet's alerts (``SLO.fleet``)
+    fleet_units: str = ""  # the unit labels, e.g. "instance, device"
+    fleet_page: str = ""  # when the slice pages, in words
     bounds: tuple[str, ...] = ()
 
     @property
@@ -91,6 +94,9 @@ def alert_views(spec: SpecPlan) -> list[AlertView]:
                     band_label=first.level or "",
                     direction=first.side,
                     bounds=found,
+                    fleet=first.fleet or "",
+                    fleet_units=", ".join(slo.fleet.units) if slo.fleet else "",
+                    fleet_page=slo.fleet.describe() if slo.fleet else "",
                 )
             )
         else:

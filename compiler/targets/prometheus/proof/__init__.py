@@ -31,7 +31,8 @@ The package, in the order a case is built:
 - ``cases_baseline`` (calm, no input at all), ``cases_burn`` (under, over, outage, zero
   traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
   ``cases_first_event`` (counters created on their first event: targets up, targets down),
-  ``cases_staleness`` (a timestamp gauge that stops advancing);
+  ``cases_staleness`` (a timestamp gauge that stops advancing), ``cases_fleet`` (per-unit
+  tickets and the slice's page when enough units are out);
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
@@ -47,6 +48,7 @@ from compiler.targets.prometheus.proof import (
     cases_baseline,
     cases_burn,
     cases_first_event,
+    cases_fleet,
     cases_range,
     cases_scenario,
     cases_staleness,
@@ -75,6 +77,8 @@ def groups(ctx: SpecContext) -> list[Group]:
         if isinstance(ctx.slo.sli, RatioSLI | LatencySLI):
             found.append(cases_burn.zero_traffic(ctx, burns))
     for rule in ctx.rules:
+        if rule.spec.fleet is not None:
+            continue  # judged per unit: the fleet cases below
         if rule.kind == "range":
             found.extend(cases_range.range_groups(ctx, rule))
             if cases_staleness.applies(ctx, rule):
@@ -85,6 +89,7 @@ def groups(ctx: SpecContext) -> list[Group]:
                 found.append(cases_first_event.targets_down(ctx, rule))
     if cases_first_event.applies(ctx):
         found.append(cases_first_event.not_created_yet(ctx))
+    found.extend(cases_fleet.fleet_groups(ctx))
     for scenario in ctx.slo.scenarios:
         found.append(cases_scenario.scenario(ctx, scenario))
     return found

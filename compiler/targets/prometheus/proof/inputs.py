@@ -310,7 +310,11 @@ class Inputs:
         if isinstance(self.sli, StateSLI | GaugeSLI):
             extra = promql.matching_labels(self.sli.expr)
             names += [label for label in extra if label not in names and label not in attached]
-        return names
+        return names + [label for label in self._fleet_units() if label not in names]
+
+    def _fleet_units(self) -> tuple[str, ...]:
+        """A fleet's unit labels: the raw series carry them, as the per-unit rules read them."""
+        return self.slo.fleet.units if self.slo.fleet is not None else ()
 
     def _synthetic_unit_label(self) -> str | None:
         """A label that tells a state SLI's units apart when the spec names none.
@@ -335,6 +339,7 @@ class Inputs:
         attached = set(self.slo.slice.joined_labels)
         names = [label for label in self.slo.slice.source_labels if label not in self.slo.slice.by]
         names += [label for label in extra if label not in names and label not in attached]
+        names += [label for label in self._fleet_units() if label not in names]
         if self.unit_label is not None and self.unit_label not in names:
             names.append(self.unit_label)
         return {label: self._unit_value(label, slice_name, unit) for label in names if label not in self.slo.slice.by}
