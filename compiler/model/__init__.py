@@ -17,7 +17,7 @@ from compiler.text.numbers import clean_number
 Severity = Literal["page", "ticket", "info"]
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
 # The alerts of one spec, by kind (and band side and level): the keys of a spec's alert_names.
-AlertKey = Literal["burn", "above_normal", "below_normal", "above_critical", "below_critical", "no_data"]
+AlertKey = Literal["burn", "above_normal", "below_normal", "above_critical", "below_critical", "no_data", "vanished"]
 ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
 Labels = tuple[tuple[str, str], ...]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
@@ -199,10 +199,19 @@ class Objective:
 
 @dataclass(frozen=True)
 class Relative:
+    """A bound against the value's own baseline: the value ``offset`` ago, held while the bound is crossed.
+
+    Factors and the floor are crossed at equality (10x or more is a herd). ``hold_ms`` caps how
+    long a crossing is judged against the pre-crossing baseline; ``normal`` is the documented
+    normal level the generated tests drive a herd from.
+    """
+
     offset_ms: int
     max_factor: float | None
     min_factor: float | None
     floor: float
+    hold_ms: int = 0
+    normal: float | None = None
 
 
 @dataclass(frozen=True)
@@ -217,10 +226,20 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Vanished:
+    """A slice that had series within ``window_ms`` and has none now, while the spec still has others."""
+
+    window_ms: int
+    for_ms: int
+    severity: Severity
+
+
+@dataclass(frozen=True)
 class NoData:
     enabled: bool
     for_ms: int
     severity: Severity
+    vanished: Vanished | None = None  # None: no per-slice vanished alert
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ def no_data_alert_name(prefix: str) -> str:
     return f"{prefix}NoData"
 
 
+def vanished_alert_name(prefix: str) -> str:
+    return f"{prefix}SliceVanished"
+
+
 _RANGE_KEYS: dict[tuple[Side, Level], AlertKey] = {
     ("Above", "Normal"): "above_normal",
     ("Below", "Normal"): "below_normal",
@@ -64,11 +68,15 @@ def default_alert_name(prefix: str, key: AlertKey) -> str:
         return burn_alert_name(prefix)
     if key == "no_data":
         return no_data_alert_name(prefix)
+    if key == "vanished":
+        return vanished_alert_name(prefix)
     side, level = next(pair for pair, found in _RANGE_KEYS.items() if found == key)
     return range_alert_name(prefix, side, level)
 
 
-def alert_keys_for(has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool) -> list[AlertKey]:
+def alert_keys_for(
+    has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool, vanished: bool = False
+) -> list[AlertKey]:
     """The kinds of alert a spec produces, in rule order."""
     keys: list[AlertKey] = ["burn"] if has_objective else []
     levels: tuple[tuple[Level, Range | None], ...] = (("Normal", normal), ("Critical", critical))
@@ -77,6 +85,8 @@ def alert_keys_for(has_objective: bool, normal: Range | None, critical: Range | 
             keys.extend(range_key(side, level) for side in band_sides(band))
     if no_data:
         keys.append("no_data")
+    if vanished:
+        keys.append("vanished")
     return keys
 
 
@@ -87,12 +97,13 @@ def alert_name_table(
     critical: Range | None,
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
+    vanished: bool = False,
 ) -> dict[AlertKey, str]:
     """Each kind of alert a spec produces and its name, in rule order: the override, or prefix plus suffix."""
     given = overrides or {}
     return {
         key: given.get(key) or default_alert_name(prefix, key)
-        for key in alert_keys_for(has_objective, normal, critical, no_data)
+        for key in alert_keys_for(has_objective, normal, critical, no_data, vanished)
     }
 
 
@@ -103,9 +114,10 @@ def alert_names_for(
     critical: Range | None,
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
+    vanished: bool = False,
 ) -> list[str]:
     """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
-    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides).values())
+    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, vanished).values())
 
 
 def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
@@ -117,4 +129,5 @@ def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
         slo.critical_range,
         slo.no_data.enabled,
         dict(slo.alert_names),
+        slo.no_data.vanished is not None,
     )

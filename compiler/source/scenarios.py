@@ -68,7 +68,10 @@ def read_scenarios(
     alert_names: tuple[tuple[AlertKey, str], ...] = (),
 ) -> tuple[Scenario, ...]:
     """Declared scenarios: check their shapes fit the SLI and their alerts exist."""
-    table = alert_name_table(alert_name, objective is not None, normal, critical, no_data.enabled, dict(alert_names))
+    table = alert_name_table(
+        alert_name, objective is not None, normal, critical, no_data.enabled, dict(alert_names),
+        no_data.vanished is not None,
+    )
     by_default = {default_alert_name(alert_name, key): name for key, name in table.items()}
     context = _Context(sli, slice_, alert_name, frozenset(table.values()), by_default, normal, critical)
     result = []
