@@ -6,7 +6,8 @@ A pure function of the plan: which alerts exist, their names, labels and timing 
 Cost rules: only the first recording rules read raw series, and only over 5m; every
 longer window reads the SLO's own recorded, slice-aggregated series (see
 ``compiler.model.series``). An SLO records at most six series: ``slo_info``, bad and
-total rates over 5m, their 1h averages, and the budget remaining.
+total rates over 5m, their 1h averages, and the budget remaining; plus, per band with a
+relative bound, its held baseline (``baseline``).
 """
 
 from __future__ import annotations
