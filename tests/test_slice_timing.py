@@ -233,3 +233,26 @@ def test_a_hold_shorter_than_twice_the_offset_is_refused(
     line = slo_file.read_text(encoding="utf-8").splitlines().index(band.splitlines()[1]) + 1
     message = message_at(stderr, f"{SLO}:{line}:60")
     assert message.startswith(f"relative.hold {shown} must be whole minutes and at least twice the offset (2h)")
+
+
+def test_a_relative_bound_without_a_floor_ignores_a_flat_zero(
+    run_cli: RunCli, tmp_path: Path, slo_file: Path
+) -> None:
+    """Crossed at equality, 0 >= 3 x 0 would hold: the generated calm case (error ratio 0) proves it does not fire."""
+    band = "normal_range:\n  relative: {offset: 1h, max_factor: 3, min_factor: 0.5}\n"
+    edit(slo_file, "persistence:\n", band + "persistence:\n")
+    code, _, stderr = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0, stderr
+    rules = (tmp_path / "out/prometheus/rules/dns-errors.rules.yaml").read_text(encoding="utf-8")
+    assert 'and (slo:sli_bad:rate5m{slo="dns-errors"} / slo:sli_total:rate5m{slo="dns-errors"}) > 0\n' in rules
+    suite = tmp_path / "out/prometheus/tests/dns-errors.test.yaml"
+    assert "calm baseline: every slice at 0," in suite.read_text(encoding="utf-8")
+    result = subprocess.run(
+        ["promtool", "test", "rules", suite.name],
+        cwd=suite.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -35,9 +35,9 @@ def crossing(slo: SLO, band: Range, above: bool, past: str) -> str | None:
         return None
     now = series.value(slo)
     cond = f"{now} {'>=' if above else '<='} {go_float(factor)} * {past}"
-    if rel.floor:
-        cond += f"\n  and {now if above else past} >= {go_float(rel.floor)}"
-    return cond
+    # Crossed at equality, so a flat zero would cross (0 >= 3 * 0): without a floor the level must be above 0.
+    floor = f">= {go_float(rel.floor)}" if rel.floor else "> 0"
+    return cond + f"\n  and {now if above else past} {floor}"
 
 
 def _crossings(slo: SLO, band: Range, past: str) -> str:

@@ -89,9 +89,8 @@ def _band_condition(slo: SLO, band: Range, offset_ms: int = 0) -> str:
         if rel is not None and factor is not None:  # relative bounds hold at equality, against the held baseline
             past = series.baseline(slo, series.band_level(slo, band), offset_ms)
             condition = f"{now} {op}= {go_float(factor)} * {past}"
-            if rel.floor:
-                condition += f" and {now if above else past} >= {go_float(rel.floor)}"
-            parts.append(condition)
+            floor = f">= {go_float(rel.floor)}" if rel.floor else "> 0"
+            parts.append(f"{condition} and {now if above else past} {floor}")
     return parts[0] if len(parts) == 1 else " or ".join(f"({part})" for part in parts)
 
 
