@@ -397,7 +397,7 @@ def test_team_dashboards_have_a_row_per_spec_with_its_panels(key: str) -> None:
             assert steps == pytest.approx(sorted(set(bounds)))
             relative = [band.relative for band in (slo.normal_range, slo.critical_range) if band and band.relative]
             dashed = {o["matcher"]["options"] for o in value["fieldConfig"]["overrides"]}
-            offsets = [t for t in value["targets"] if " offset " in t["expr"]]
+            offsets = [t for t in value["targets"] if "slo:sli_baseline_" in t["expr"]]  # factor x held baseline
             assert {t["refId"] for t in offsets} == dashed
             expected = sum((r.max_factor is not None) + (r.min_factor is not None) for r in relative)
             assert len(offsets) == expected

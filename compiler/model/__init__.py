@@ -26,6 +26,7 @@ AlertKey = Literal[
     "no_data",
     "unit_above_critical",  # a fleet's per-unit tickets: named by the compiler, not by alert_names
     "unit_below_critical",
+    "vanished",
 ]
 ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
 Labels = tuple[tuple[str, str], ...]
@@ -208,10 +209,19 @@ class Objective:
 
 @dataclass(frozen=True)
 class Relative:
+    """A bound against the value's own baseline: the value ``offset`` ago, held while the bound is crossed.
+
+    Factors and the floor are crossed at equality (10x or more is a herd). ``hold_ms`` caps how
+    long a crossing is judged against the pre-crossing baseline; ``normal`` is the documented
+    normal level the generated tests drive a herd from.
+    """
+
     offset_ms: int
     max_factor: float | None
     min_factor: float | None
     floor: float
+    hold_ms: int = 0
+    normal: float | None = None
 
 
 @dataclass(frozen=True)
@@ -226,10 +236,20 @@ class Range:
 
 
 @dataclass(frozen=True)
+class Vanished:
+    """A slice that had series within ``window_ms`` and has none now, while the spec still has others."""
+
+    window_ms: int
+    for_ms: int
+    severity: Severity
+
+
+@dataclass(frozen=True)
 class NoData:
     enabled: bool
     for_ms: int
     severity: Severity
+    vanished: Vanished | None = None  # None: no per-slice vanished alert
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,10 @@ def no_data_alert_name(prefix: str) -> str:
     return f"{prefix}NoData"
 
 
+def vanished_alert_name(prefix: str) -> str:
+    return f"{prefix}SliceVanished"
+
+
 _RANGE_KEYS: dict[tuple[Side, Level], AlertKey] = {
     ("Above", "Normal"): "above_normal",
     ("Below", "Normal"): "below_normal",
@@ -78,12 +82,19 @@ def default_alert_name(prefix: str, key: AlertKey) -> str:
     unit_side = next((side for side, found in _UNIT_KEYS.items() if found == key), None)
     if unit_side is not None:
         return unit_alert_name(prefix, unit_side)
+    if key == "vanished":
+        return vanished_alert_name(prefix)
     side, level = next(pair for pair, found in _RANGE_KEYS.items() if found == key)
     return range_alert_name(prefix, side, level)
 
 
 def alert_keys_for(
-    has_objective: bool, normal: Range | None, critical: Range | None, no_data: bool, fleet: bool = False
+    has_objective: bool,
+    normal: Range | None,
+    critical: Range | None,
+    no_data: bool,
+    fleet: bool = False,
+    vanished: bool = False,
 ) -> list[AlertKey]:
     """The kinds of alert a spec produces, in rule order (a fleet's per-unit tickets after its page)."""
     keys: list[AlertKey] = ["burn"] if has_objective else []
@@ -95,6 +106,8 @@ def alert_keys_for(
         keys.extend(unit_key(side) for side in band_sides(critical))
     if no_data:
         keys.append("no_data")
+    if vanished:
+        keys.append("vanished")
     return keys
 
 
@@ -106,12 +119,13 @@ def alert_name_table(
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
     fleet: bool = False,
+    vanished: bool = False,
 ) -> dict[AlertKey, str]:
     """Each kind of alert a spec produces and its name, in rule order: the override, or prefix plus suffix."""
     given = overrides or {}
     return {
         key: given.get(key) or default_alert_name(prefix, key)
-        for key in alert_keys_for(has_objective, normal, critical, no_data, fleet)
+        for key in alert_keys_for(has_objective, normal, critical, no_data, fleet, vanished)
     }
 
 
@@ -123,9 +137,10 @@ def alert_names_for(
     no_data: bool,
     overrides: Mapping[AlertKey, str] | None = None,
     fleet: bool = False,
+    vanished: bool = False,
 ) -> list[str]:
     """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
-    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, fleet).values())
+    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, fleet, vanished).values())
 
 
 def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
@@ -138,4 +153,5 @@ def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
         slo.no_data.enabled,
         dict(slo.alert_names),
         slo.fleet is not None,
+        slo.no_data.vanished is not None,
     )

@@ -13,7 +13,8 @@ divides 0 by 0, and NaN compares false, so it never alerts.
 
 from __future__ import annotations
 
-from compiler.model import SLO
+from compiler.model import SLO, Range
+from compiler.model.naming import Level
 from compiler.model.windows import RAW_RANGE_MS, WindowSource
 from compiler.promql import format_duration, quote
 
@@ -28,6 +29,9 @@ INFO = "slo_info"
 UNIT_VALUE = "slo:unit_value:gauge"
 FLEET_UNITS = "slo:fleet_units:count"
 FLEET_UNITS_OUT = "slo:fleet_units_out:count"
+
+# The baseline a relative bound compares with: the value ``offset`` ago, held while the bound is crossed.
+BASELINE: dict[Level, str] = {"Normal": "slo:sli_baseline_normal:gauge", "Critical": "slo:sli_baseline_critical:gauge"}
 
 def recorded(name: str, slo: SLO | str) -> str:
     """A selector of one SLO's recorded series."""
@@ -73,14 +77,32 @@ def presence_series(slo: SLO) -> str:
     return TOTAL_5M if slo.counts_events else VALUE
 
 
+def baseline(slo: SLO, level: Level, offset_ms: int = 0) -> str:
+    """A band's recorded baseline (what its relative bound compares with), ``offset_ms`` ago."""
+    offset = f" offset {format_duration(offset_ms)}" if offset_ms else ""
+    return f"{recorded(BASELINE[level], slo)}{offset}"
+
+
+def band_level(slo: SLO, band: Range) -> Level:
+    """Which of the spec's bands ``band`` is."""
+    return "Critical" if band is slo.critical_range else "Normal"
+
+
+def baseline_levels(slo: SLO) -> list[Level]:
+    """The bands (Normal, Critical) with a relative bound, each recording its own baseline."""
+    bands: tuple[tuple[Level, Range | None], ...] = (("Normal", slo.normal_range), ("Critical", slo.critical_range))
+    return [level for level, band in bands if band is not None and band.relative is not None]
+
+
 def recorded_names(slo: SLO) -> list[str]:
     """The series an SLO records per slice (``slo_info`` and per-unit series aside), in rule order."""
+    baselines = [BASELINE[level] for level in baseline_levels(slo)]
     if not slo.counts_events:
-        return [VALUE, *fleet_slice_names(slo)]
+        return [VALUE, *baselines, *fleet_slice_names(slo)]
     names = [TOTAL_5M, BAD_5M]
     if slo.objective is not None:
         names += [TOTAL_1H, BAD_1H, BUDGET_REMAINING]
-    return [*names, *fleet_slice_names(slo)]
+    return [*names, *baselines, *fleet_slice_names(slo)]
 
 
 def fleet_slice_names(slo: SLO) -> list[str]:

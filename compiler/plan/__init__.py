@@ -27,7 +27,7 @@ from compiler.model.naming import (
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
-AlertKind = Literal["burn", "range", "no_data"]
+AlertKind = Literal["burn", "range", "no_data", "vanished"]
 
 
 @dataclass(frozen=True)
@@ -233,14 +233,33 @@ def _no_data_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
     ]
 
 
+def _vanished_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
+    """A per-slice alert for a slice whose series are gone while others still report (opt-in)."""
+    vanished = slo.no_data.vanished
+    if vanished is None:
+        return []
+    return [
+        AlertSpec(
+            name=spec_alert_names(slo)["vanished"],
+            kind="vanished",
+            severity=vanished.severity,
+            for_ms=vanished.for_ms,
+            keep_firing_for_ms=0,
+            labels=routing_labels(slo, vanished.severity, conventions=conventions),
+            annotations=merged(conventions.annotations, slo.annotations),
+        )
+    ]
+
+
 def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
-    """One spec's alerts in rule order: burn pairs, normal range, critical range, per-unit tickets, no data."""
+    """One spec's alerts in rule order: burns, normal, critical, per-unit tickets, no data, vanished slices."""
     alerts = [
         *_burn_alerts(slo, conventions),
         *_range_alerts(slo, slo.normal_range, "Normal", conventions),
         *_range_alerts(slo, slo.critical_range, "Critical", conventions),
         *_unit_alerts(slo, conventions),
         *_no_data_alerts(slo, conventions),
+        *_vanished_alerts(slo, conventions),
     ]
     return SpecPlan(slo=slo, alerts=tuple(alerts), recorded=tuple(series.recorded_names(slo)))
 

@@ -204,7 +204,8 @@ def read_alert_names(
     parsed = {"objective": objective, "normal_range": normal, "critical_range": critical}
     if any(r.data.get(section) is not None and band is None for section, band in parsed.items()):
         return tuple(given.items())  # a section failed to read: which alerts it has is unknown
-    kinds = alert_keys_for(objective is not None, normal, critical, no_data.enabled)
+    vanished = no_data.vanished is not None
+    kinds = alert_keys_for(objective is not None, normal, critical, no_data.enabled, vanished=vanished)
     for key in given:
         if key not in kinds:
             r.error(
@@ -213,7 +214,9 @@ def read_alert_names(
                 f"its alerts are {', '.join(kinds) or 'none'}",
                 at_key=True,
             )
-    table = alert_name_table(prefix, objective is not None, normal, critical, no_data.enabled, given)
+    table = alert_name_table(
+        prefix, objective is not None, normal, critical, no_data.enabled, given, vanished=vanished
+    )
     seen: dict[str, AlertKey] = {}
     for key, name in table.items():
         if name in seen:
@@ -232,6 +235,8 @@ def _missing_reason(key: AlertKey, normal: Range | None, critical: Range | None)
         return "it has no objective"
     if key == "no_data":
         return "no_data is disabled"
+    if key == "vanished":
+        return "no_data.vanished is not enabled"
     side, level = key.split("_")
     if (normal if level == "normal" else critical) is None:
         return f"it has no {level}_range"

@@ -26,6 +26,7 @@ from compiler.source.reader import SpecReader
 from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
 from compiler.source.schema import Checked, check_document, suggest
 from compiler.source.spec import build_slo
+from compiler.source.vanished import MAX_SAMPLES_PER_EVALUATION
 
 
 def _check_rate_windows(documents: list[Document], project: Project, diagnostics: Diagnostics) -> None:
@@ -79,6 +80,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     slos = expand_component_explains(built, slos, diagnostics)
     _check_rate_windows([checked.readable for checked in specs], project, diagnostics)
     _check_budgets(built, slos, project, diagnostics)
+    _check_vanished_cost(built, slos, project, diagnostics)
     check_families(built, project, diagnostics)
     check_project_labels(built, slos, project, diagnostics)
     check_alert_name_collisions(built, slos, diagnostics)
@@ -192,6 +194,8 @@ def _alert_severities(slo: SLO) -> set[str]:
     found.update(band.severity for band in (slo.normal_range, slo.critical_range) if band is not None)
     if slo.no_data.enabled:
         found.add(slo.no_data.severity)
+    if slo.no_data.vanished is not None:
+        found.add(slo.no_data.vanished.severity)
     return found
 
 
@@ -392,6 +396,27 @@ def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Pro
                 f"records about {found.series:,} series ({found.slices:,} slices x {found.series_per_slice} recorded "
                 f"series{f' + {found.unit_series:,} per-unit series' if found.unit_series else ''}) on the "
                 f"{profile.name}, over its budget of {found.budget:,}",
+            )
+
+
+def _check_vanished_cost(
+    documents: list[Document], slos: dict[str, SLO], project: Project, diagnostics: Diagnostics
+) -> None:
+    """A vanished-slice alert reads ``window`` of every slice's samples at each evaluation: refuse it
+    where that is large (per-node slices), which is also where slices come and go by design."""
+    profile = project.cluster_profile
+    for document in documents:
+        slo = slos.get(document.data["name"])
+        if slo is None or slo.no_data.vanished is None:
+            continue
+        slices = estimate(slo, profile).slices
+        samples = slices * (slo.no_data.vanished.window_ms // project.evaluation_interval_ms)
+        if samples > MAX_SAMPLES_PER_EVALUATION:
+            diagnostics.error(
+                document.key_position(("no_data", "vanished")),
+                f"no_data.vanished on about {slices:,} slices reads {samples:,} samples per evaluation on the "
+                f"{profile.name}, and slices that many come and go by design (node churn from autoscaling); "
+                "enable it on a spec sliced by pool or zone instead, or shorten no_data.vanished.window",
             )
 
 

@@ -23,6 +23,7 @@ from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader, dotted
 from compiler.source.spec_types import SLORange, SLORangeRelative
+from compiler.source.vanished import read_vanished
 from compiler.text.numbers import clean_number, go_float
 
 MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
@@ -33,7 +34,7 @@ MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
 def check_wait_limits(r: SpecReader) -> None:
     """Every ``for`` and ``keep_firing_for`` is at most a day: the generated tests simulate each
     minute of the wait (a 100y ``for`` would exhaust memory), and a day-long wait is a report."""
-    keys: list[PathKey] = [("no_data", "for")]
+    keys: list[PathKey] = [("no_data", "for"), ("no_data", "vanished", "for")]
     for section in ("persistence", "normal_range", "critical_range"):
         keys += [(section, "for"), (section, "keep_firing_for")]
     burn_alerts = r.get(("objective", "burn_alerts"))
@@ -79,6 +80,41 @@ def relative_offset(r: SpecReader, section: str, band_for_ms: int) -> int:
     return offset
 
 
+HOLD_OFFSETS = 3  # default relative.hold: a storm is judged against its pre-storm level for 3x the offset
+MIN_HOLD_OFFSETS = 2  # a hold shorter than 2x the offset would not keep a storm that outlasts the offset
+
+
+def relative_hold(r: SpecReader, section: str, offset_ms: int) -> int:
+    """How long a crossing is judged against its pre-crossing baseline: whole minutes, 2x to 4 weeks."""
+    key: PathKey = (section, "relative", "hold")
+    hold = r.duration(key, HOLD_OFFSETS * offset_ms)
+    if offset_ms <= 0:
+        return hold
+    text = promql.format_duration(hold)
+    if hold % MINUTE or hold < MIN_HOLD_OFFSETS * offset_ms:
+        r.error(
+            key,
+            f"relative.hold {text} must be whole minutes and at least twice the offset "
+            f"({promql.format_duration(MIN_HOLD_OFFSETS * offset_ms)}): a storm that outlasts the offset "
+            f"is held against its pre-storm level only that long (default {HOLD_OFFSETS}x the offset)",
+        )
+    elif hold > HOLD_OFFSETS * MAX_OFFSET_MS:
+        r.error(key, f"relative.hold {text} is longer than 4w: a storm that long is the new normal")
+    return hold
+
+
+def read_relative(r: SpecReader, section: str, rel: SLORangeRelative, band_for_ms: int) -> Relative:
+    offset = relative_offset(r, section, band_for_ms)
+    return Relative(
+        offset,
+        rel.get("max_factor"),
+        rel.get("min_factor"),
+        float(rel.get("floor", 0)),
+        hold_ms=relative_hold(r, section, offset),
+        normal=None if rel.get("normal") is None else float(rel["normal"]),
+    )
+
+
 BandSection = Literal["normal_range", "critical_range"]
 
 
@@ -105,8 +141,7 @@ def read_range(
             and rel["min_factor"] >= rel["max_factor"]
         ):
             r.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
-        offset = relative_offset(r, section, r.duration((section, "for"), for_ms))
-        relative = Relative(offset, rel.get("max_factor"), rel.get("min_factor"), float(rel.get("floor", 0)))
+        relative = read_relative(r, section, rel, r.duration((section, "for"), for_ms))
     if minimum is None and maximum is None and relative is None:
         r.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)
         return None
@@ -148,7 +183,9 @@ def read_no_data(r: SpecReader) -> NoData:
             "no_data.for must be positive (default 15m): with 0s the no-data alert fires whenever the "
             "recorded series is briefly absent, such as before the first rate after every restart",
         )
-    return NoData(enabled=enabled, for_ms=for_ms, severity=raw.get("severity", "ticket"))
+    return NoData(
+        enabled=enabled, for_ms=for_ms, severity=raw.get("severity", "ticket"), vanished=read_vanished(r)
+    )
 
 
 def check_range_numbers(r: SpecReader, section: BandSection, raw: SLORange) -> None:

@@ -70,7 +70,14 @@ def read_scenarios(
     """Declared scenarios: check their shapes fit the SLI and their alerts exist."""
     fleet = "fleet" in r.data
     table = alert_name_table(
-        alert_name, objective is not None, normal, critical, no_data.enabled, dict(alert_names), fleet
+        alert_name,
+        objective is not None,
+        normal,
+        critical,
+        no_data.enabled,
+        dict(alert_names),
+        fleet,
+        no_data.vanished is not None,
     )
     by_default = {default_alert_name(alert_name, key): name for key, name in table.items()}
     context = _Context(sli, slice_, alert_name, frozenset(table.values()), by_default, normal, critical)

@@ -26,6 +26,7 @@ from compiler.source.sli import (
 from compiler.source.slice import check_sli_leaves_component_labels, read_slice
 from compiler.source.spec_types import SLOMitigation, SLOSpecExplainsComponent
 from compiler.source.staleness import check_staleness_bounds
+from compiler.source.vanished import check_vanished_slice
 
 
 def build_slo(r: SpecReader) -> SLO | None:
@@ -43,6 +44,7 @@ def build_slo(r: SpecReader) -> SLO | None:
     fleet = read_fleet(r, sli, slice_, critical)
     check_staleness_bounds(r, sli)
     no_data = read_no_data(r) if r.readable("no_data") else None
+    check_vanished_slice(r, slice_, None if no_data is None else no_data.vanished)
     check_wait_limits(r)
     unit = read_unit(r, sli) if r.readable("unit") else None
     alert_names: tuple[tuple[AlertKey, str], ...] = ()

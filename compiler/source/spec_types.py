@@ -11,7 +11,7 @@ from typing import Any, Literal, NotRequired, Required, TypedDict
 class SLOSpecAlertNames(TypedDict, total=False):
     """Full alert names per alert kind, for a migrated alert whose name silences and routes already use; a
     kind not listed keeps alert_name plus its suffix (ErrorBudgetBurn, AboveNormalRange,
-    BelowNormalRange, AboveCriticalRange, BelowCriticalRange, NoData).
+    BelowNormalRange, AboveCriticalRange, BelowCriticalRange, NoData, SliceVanished).
     """
     burn: NotRequired[str]
     above_normal: NotRequired[str]
@@ -19,6 +19,7 @@ class SLOSpecAlertNames(TypedDict, total=False):
     above_critical: NotRequired[str]
     below_critical: NotRequired[str]
     no_data: NotRequired[str]
+    vanished: NotRequired[str]
 
 
 class SLOJoin(TypedDict, total=False):
@@ -129,6 +130,8 @@ class SLORangeRelative(TypedDict, total=False):
     max_factor: NotRequired[int | float]
     min_factor: NotRequired[int | float]
     floor: NotRequired[int | float]
+    normal: NotRequired[int | float]
+    hold: NotRequired[str]
 
 
 SLORange = TypedDict(
@@ -156,12 +159,25 @@ SLOPersistence = TypedDict(
 )
 
 
+SLONoDataVanished = TypedDict(
+    "SLONoDataVanished",
+    {
+        "enabled": NotRequired[bool],
+        "window": NotRequired[str],
+        "for": NotRequired[str],
+        "severity": NotRequired[Literal['page', 'ticket', 'info']],
+    },
+    total=False,
+)
+
+
 SLONoData = TypedDict(
     "SLONoData",
     {
         "for": NotRequired[str],
         "severity": NotRequired[Literal['page', 'ticket', 'info']],
         "enabled": NotRequired[bool],
+        "vanished": NotRequired[SLONoDataVanished],
     },
     total=False,
 )

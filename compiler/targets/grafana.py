@@ -398,11 +398,12 @@ def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
     rel = band.relative
     if rel is not None:
         offset = format_duration(rel.offset_ms)
-        floor = f" (only above {format_value(slo.unit, rel.floor)})" if rel.floor else ""
+        floor = f" (only from {format_value(slo.unit, rel.floor)})" if rel.floor else ""
+        held = f"its baseline (its value {offset} earlier, held up to {format_duration(rel.hold_ms)} while it fires)"
         if rel.max_factor is not None:
-            bounds.append(f"above {go_float(rel.max_factor)}x its value {offset} ago{floor}")
+            bounds.append(f"at least {go_float(rel.max_factor)}x {held}{floor}")
         if rel.min_factor is not None:
-            bounds.append(f"below {go_float(rel.min_factor)}x its value {offset} ago{floor}")
+            bounds.append(f"at most {go_float(rel.min_factor)}x {held}{floor}")
     keep = f", keeps firing {format_duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
     reason = f" {band.reason.strip()}" if band.reason.strip() else ""
     return (
@@ -456,8 +457,8 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
                 continue
             ref_id = chr(ref)
             ref += 1
-            expr = f"{go_float(factor)} * {series.value(slo, rel.offset_ms)}"
-            legend = _legend(slo, f"{label.lower()} {side} ({go_float(factor)}x {offset} ago)")
+            expr = f"{go_float(factor)} * {series.baseline(slo, series.band_level(slo, band))}"
+            legend = _legend(slo, f"{label.lower()} {side} ({go_float(factor)}x the baseline, {offset} ago or held)")
             panel = panel.with_target(_query(_scoped(expr, slo), legend, ref_id)).override_by_query(
                 ref_id, [dm.DynamicConfigValue("custom.lineStyle", {"fill": "dash", "dash": [10, 10]})]
             )

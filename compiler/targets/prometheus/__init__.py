@@ -6,7 +6,8 @@ A pure function of the plan: which alerts exist, their names, labels and timing 
 Cost rules: only the first recording rules read raw series, and only over 5m; every
 longer window reads the SLO's own recorded, slice-aggregated series (see
 ``compiler.model.series``). An SLO records at most six series: ``slo_info``, bad and
-total rates over 5m, their 1h averages, and the budget remaining.
+total rates over 5m, their 1h averages, and the budget remaining; plus, per band with a
+relative bound, its held baseline (``baseline``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from typing import Any
 from compiler.model import SLO, BurnAlert, Model, Range, queries, series, windows
 from compiler.model import labels as lbl
 from compiler.model.links import rules_path, runbook_url
+from compiler.model.naming import Level
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import format_duration
+from compiler.targets.prometheus import baseline
 from compiler.text.numbers import clean_number, format_value, go_float
 from compiler.text.yamlout import dump
 
@@ -42,12 +45,12 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
         rules.append(_record(series.VALUE, queries.value(slo), slo))
-        return [*rules, *fleet_recording_rules(slo)]
+        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
     total, bad = queries.total_and_bad(slo)
     rules.append(_record(series.TOTAL_5M, total, slo))
     rules.append(_record(series.BAD_5M, bad, slo))
     if slo.objective is None:
-        return [*rules, *fleet_recording_rules(slo)]
+        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
     rules.append(_record(series.TOTAL_1H, f"avg_over_time({series.recorded(series.TOTAL_5M, slo)}[1h])", slo))
     rules.append(_record(series.BAD_1H, f"avg_over_time({series.recorded(series.BAD_5M, slo)}[1h])", slo))
     period = format_duration(slo.objective.period_ms)
@@ -61,7 +64,7 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
             slo,
         )
     )
-    return [*rules, *fleet_recording_rules(slo)]
+    return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
 
 
 def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
@@ -77,6 +80,16 @@ def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
         _record(series.UNIT_VALUE, queries.unit_value(slo.sli, slo.slice, slo.fleet.units), slo),
         _record(series.FLEET_UNITS, units, slo),
         _record(series.FLEET_UNITS_OUT, out, slo),
+    ]
+
+
+def _baseline_rules(slo: SLO) -> list[dict[str, Any]]:
+    """Each relative band's held baseline, after the value it reads (see ``baseline``)."""
+    bands: dict[Level, Range | None] = {"Normal": slo.normal_range, "Critical": slo.critical_range}
+    return [
+        _record(series.BASELINE[level], baseline.baseline_expr(slo, band, level), slo)
+        for level in series.baseline_levels(slo)
+        if (band := bands[level]) is not None
     ]
 
 
@@ -191,31 +204,20 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
 
-def _range_condition(slo: SLO, band: Range, side: str) -> tuple[str, list[str]]:
+def _range_condition(slo: SLO, band: Range, side: str, level: Level) -> tuple[str, list[str]]:
     """The PromQL of one side of a band, and the bounds in words for the description."""
     now = series.value(slo)
     rel = band.relative
     above = side == "Above"
     static = band.maximum if above else band.minimum
-    factor = None if rel is None else (rel.max_factor if above else rel.min_factor)
-    op = ">" if above else "<"
     parts, bounds = [], []
     if static is not None:
-        parts.append(f"{now} {op} {go_float(static)}")
+        parts.append(f"{now} {'>' if above else '<'} {go_float(static)}")
         bounds.append(f"{'max' if above else 'min'} {format_value(slo.unit, static)}")
-    if factor is not None and rel is not None:
-        past = series.value(slo, rel.offset_ms)
-        offset = format_duration(rel.offset_ms)
-        floor = go_float(rel.floor)
-        cond = f"{now} {op} {go_float(factor)} * {past}"
-        if rel.floor:
-            cond += f"\n  and {now if above else past} > {floor}"
-        floor_text = ""
-        if rel.floor:
-            floor_value = format_value(slo.unit, rel.floor)
-            floor_text = f" once above {floor_value}" if above else f" when that was above {floor_value}"
-        bounds.append(f"{go_float(factor)}x its value {offset} ago{floor_text}")
-        parts.append(cond)
+    relative = baseline.crossing(slo, band, above, baseline.baseline(slo, level))
+    if relative is not None and rel is not None:
+        parts.append(relative)
+        bounds.append(relative_text(slo, band, above))
     expr = parts[0] if len(parts) == 1 else "(\n  " + "\n)\nor\n(\n  ".join(parts) + "\n)"
     return expr, bounds
 
@@ -274,6 +276,23 @@ def _fleet_page_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
 
+def relative_text(slo: SLO, band: Range, above: bool) -> str:
+    """A relative bound in words: factors and the floor are crossed at equality, the baseline is held."""
+    rel = band.relative
+    assert rel is not None
+    factor = rel.max_factor if above else rel.min_factor
+    assert factor is not None
+    offset, hold = format_duration(rel.offset_ms), format_duration(rel.hold_ms)
+    text = (
+        f"{'at least' if above else 'at most'} {go_float(factor)}x its baseline (its value {offset} earlier, "
+        f"held for up to {hold} while this fires)"
+    )
+    if rel.floor:
+        floor_value = format_value(slo.unit, rel.floor)
+        text += f" once at {floor_value} or more" if above else f" when that was {floor_value} or more"
+    return text
+
+
 def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     band, side, level = alert.band, alert.side, alert.level
     assert band is not None and side is not None and level is not None
@@ -281,7 +300,7 @@ def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
         return _fleet_unit_rule(model, slo, alert)
     if alert.fleet == "page":
         return _fleet_page_rule(model, slo, alert)
-    expr, bounds = _range_condition(slo, band, side)
+    expr, bounds = _range_condition(slo, band, side, level)
     reason = f" {_go_text(band.reason)}" if band.reason else ""
     word = "above" if side == "Above" else "below"
     summary = f"{slo.name}: {word} its {level.lower()} range ({_slice_text(slo)})"
@@ -304,7 +323,39 @@ def _no_data_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     return AlertRule(alert, f"absent({presence})", _annotations(model, slo, alert.name, summary, _go_text(description)))
 
 
-_RULE_BUILDERS = {"burn": _burn_rule, "range": _range_rule, "no_data": _no_data_rule}
+def vanished_expr(slo: SLO, window_ms: int) -> str:
+    """Slices with a sample within ``window_ms`` and none now; the value is how many fewer slices the spec has.
+
+    Only when the spec has fewer slices than ``window_ms`` ago, so a whole-spec absence (no
+    slice now) is left to the NoData alert; and not while a slice is new (absent twice the
+    window ago), so a rename (one slice's units moving to new label values, with any overlap
+    shorter than the window) stays quiet.
+    """
+    presence = series.recorded(series.presence_series(slo), slo)
+    window, twice = format_duration(window_ms), format_duration(2 * window_ms)
+    return (
+        f"(\n  last_over_time({presence}[{window}])\n  unless\n  {presence}\n) * 0\n"
+        f"+ on () group_left ()\n(\n  count({presence} offset {window}) - count({presence}) > 0\n)\n"
+        f"unless on ()\n(\n  {presence}\n  unless\n  {presence} offset {twice}\n)"
+    )
+
+
+def _vanished_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    vanished = slo.no_data.vanished
+    assert vanished is not None
+    window, wait = format_duration(vanished.window_ms), format_duration(alert.for_ms)
+    summary = f"{slo.name}: a slice stopped reporting {wait} ago ({_slice_text(slo)})"
+    description = (
+        f"{_slice_text(slo)}: this slice had SLI series within the last {window} and has had none for {wait}, "
+        f"and the spec has {{{{ $value | humanize }}}} slice(s) fewer than {window} ago: its units were deleted "
+        "or stopped reporting, and the other alerts of this spec cannot see it. It resolves when the slice "
+        f"returns or {window} after its last sample."
+    )
+    annotations = _annotations(model, slo, alert.name, summary, description)
+    return AlertRule(alert, vanished_expr(slo, vanished.window_ms), annotations)
+
+
+_RULE_BUILDERS = {"burn": _burn_rule, "range": _range_rule, "no_data": _no_data_rule, "vanished": _vanished_rule}
 
 
 def _with_extra_annotations(rule: AlertRule) -> AlertRule:

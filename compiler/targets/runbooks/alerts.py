@@ -109,6 +109,22 @@ def dash_duration(value: int) -> str:
     return format_duration(value) if value else "—"
 
 
+def _vanished_row(slo: SLO, common: dict[str, str]) -> Row:
+    """The threshold table's row of the vanished-slice alert."""
+    vanished = slo.no_data.vanished
+    window = format_duration(vanished.window_ms) if vanished is not None else "—"
+    return Row(
+        **common,
+        kind="slice vanished",
+        long=window,
+        short="—",
+        factor="—",
+        ratio="—",
+        bound=f"a slice with {series.presence_series(slo)} in the last {window} and none now",
+        why="a slice whose units are deleted is invisible to every other alert of this spec",
+    )
+
+
 def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
     rows = []
     for view in views:
@@ -142,6 +158,8 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
                         why=rule.band.reason if rule.band is not None and rule.band.reason else "—",
                     )
                 )
+            elif rule.kind == "vanished":
+                rows.append(_vanished_row(slo, common))
             else:
                 rows.append(
                     Row(

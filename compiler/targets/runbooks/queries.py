@@ -49,11 +49,14 @@ def bounds(slo: SLO, band: Range, direction: str) -> list[str]:
     rel = band.relative
     factor = None if rel is None else (rel.max_factor if direction == "Above" else rel.min_factor)
     if rel is not None and factor is not None:
-        word = "above" if direction == "Above" else "below"
-        text = f"{word} {go_float(factor)}x its value {format_duration(rel.offset_ms)} ago"
+        word = "at least" if direction == "Above" else "at most"
+        text = (
+            f"{word} {go_float(factor)}x its baseline (its value {format_duration(rel.offset_ms)} earlier, held for "
+            f"up to {format_duration(rel.hold_ms)} while the alert fires)"
+        )
         if rel.floor:
             floor = format_value(slo, rel.floor)
-            text += f" once above {floor}" if direction == "Above" else f" when that was above {floor}"
+            text += f" once at {floor} or more" if direction == "Above" else f" when that was {floor} or more"
         found.append(text)
     return found
 
@@ -83,12 +86,11 @@ def _band_condition(slo: SLO, band: Range, offset_ms: int = 0) -> str:
         if static is not None:
             parts.append(f"{now} {op} {go_float(static)}")
         factor = None if rel is None else (rel.max_factor if above else rel.min_factor)
-        if rel is not None and factor is not None:
-            past = series.value(slo, offset_ms + rel.offset_ms)
-            condition = f"{now} {op} {go_float(factor)} * {past}"
-            if rel.floor:
-                condition += f" and {now if above else past} > {go_float(rel.floor)}"
-            parts.append(condition)
+        if rel is not None and factor is not None:  # relative bounds hold at equality, against the held baseline
+            past = series.baseline(slo, series.band_level(slo, band), offset_ms)
+            condition = f"{now} {op}= {go_float(factor)} * {past}"
+            floor = f">= {go_float(rel.floor)}" if rel.floor else "> 0"
+            parts.append(f"{condition} and {now if above else past} {floor}")
     return parts[0] if len(parts) == 1 else " or ".join(f"({part})" for part in parts)
 
 

@@ -32,7 +32,10 @@ The package, in the order a case is built:
   traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
   ``cases_first_event`` (counters created on their first event: targets up, targets down),
   ``cases_staleness`` (a timestamp gauge that stops advancing), ``cases_fleet`` (per-unit
-  tickets and the slice's page when enough units are out);
+  tickets and the slice's page when enough units are out), ``cases_herd`` (a relative bound
+  crossed at exactly its edge from the documented normal level), ``cases_storm`` (a crossing that
+  outlasts the offset, a step that becomes the new normal, slow growth), ``cases_vanished`` (a
+  slice whose series disappear, every slice gone, a rename);
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
@@ -49,9 +52,12 @@ from compiler.targets.prometheus.proof import (
     cases_burn,
     cases_first_event,
     cases_fleet,
+    cases_herd,
     cases_range,
     cases_scenario,
     cases_staleness,
+    cases_storm,
+    cases_vanished,
 )
 from compiler.targets.prometheus.proof.context import SpecContext
 from compiler.targets.prometheus.proof.group import INTERVAL, Group
@@ -81,12 +87,18 @@ def groups(ctx: SpecContext) -> list[Group]:
             continue  # judged per unit: the fleet cases below
         if rule.kind == "range":
             found.extend(cases_range.range_groups(ctx, rule))
+            if cases_herd.applies(rule):
+                found.append(cases_herd.herd(ctx, rule))
+            if cases_storm.applies(rule):
+                found.extend(cases_storm.groups(ctx, rule))
             if cases_staleness.applies(ctx, rule):
                 found.append(cases_staleness.frozen(ctx, rule))
         elif rule.kind == "no_data":
             found.append(cases_baseline.missing(ctx, rule))
             if cases_first_event.applies(ctx):
                 found.append(cases_first_event.targets_down(ctx, rule))
+        elif rule.kind == "vanished":
+            found.extend(cases_vanished.groups(ctx, rule))
     if cases_first_event.applies(ctx):
         found.append(cases_first_event.not_created_yet(ctx))
     found.extend(cases_fleet.fleet_groups(ctx))

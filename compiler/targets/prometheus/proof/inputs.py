@@ -89,10 +89,12 @@ def _fmt(value: float) -> float:
 class Inputs:
     """Synthetic raw inputs for one spec: slice ``a`` is driven by tests, ``b`` stays calm."""
 
-    def __init__(self, slo: SLO, scenario_slice: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, slo: SLO, scenario_slice: Mapping[str, str] | None = None, slice_names: tuple[str, ...] = SLICE_NAMES
+    ) -> None:
         self.slo = slo
         self.sli = slo.sli
-        self.slices = SLICE_NAMES if slo.slice.by else SLICE_NAMES[:1]
+        self.slices = slice_names if slo.slice.by else slice_names[:1]
         self.unit_label = self._synthetic_unit_label()
         many = isinstance(self.sli, StateSLI) and (self.unit_label is not None or bool(self._spec_unit_labels()))
         # A state expression that aggregates to one series per slice has a single unit per slice.
@@ -291,7 +293,7 @@ class Inputs:
                     raise InputError(f"slice value {label}={given[label]!r} does not match the spec's selectors")
                 values[label] = given[label]
                 continue
-            prefer = f"{label.replace('_', '-')}-{SLICE_NAMES[index]}"
+            prefer = f"{label.replace('_', '-')}-{self.slices[index]}"
             value = synth.label_value(label, on_label, prefer=prefer)
             if value in taken.get(label, set()):
                 value = synth.label_value(label, on_label, index=index, prefer=prefer)
