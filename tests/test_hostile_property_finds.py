@@ -1,0 +1,144 @@
+"""What the property test (tests/test_property.py) found (issue 17), each reduced to the smallest spec.
+
+Every case was accepted and its generated promtool tests failed. Each now either compiles to tests that
+pass (checked with the real promtool: the cases are generated once and tested in one run) or is refused
+with a positioned error.
+
+- a burn threshold near 100% errors (95% target, factor 14.4): the full-outage test claimed the long
+  window still read over the threshold when the short one cleared; both clear together;
+- two burn pairs on the same windows with different ``for``: the full-outage test kept one pair's timing
+  for both;
+- an event SLI whose normal range has a lower bound (1% bad): the calm slice ran at 0% in the burn-rate,
+  outage and zero-traffic tests, and breached it; a state SLI's calm slice had four units, so even the
+  calm baseline's 1% rounded to 0;
+- a burn pair of a state SLI with ``keep_firing_for``: its 5m window reads the units directly, so it clears
+  (and the alert resolves) up to 4 minutes before the simulated averaged window, which the test assumed;
+- a join that attaches a label it also matches on: PromQL refuses the rules (refused);
+- error ratios under 1e-9 (a bound of 1e-300, a target of 99.9999999999%) on a latency SLI: bad events are
+  total minus good, which floating point rounds to 0 (refused; 1e-9 and 99.99999% work);
+- a gauge that scales its input by 5e-324: the inputs the tests needed overflowed to +Inf, written as
+  ``infx8``, which promtool cannot parse (refused: no test can drive it);
+- a bound of 1e300 seconds: Prometheus shows durations in int64 seconds, which overflow (differently on
+  amd64 and arm64), so the expected alert text could not match (refused from 1e15 s);
+- relative bounds: an offset no longer than ``for`` plus the time a change takes to show cannot be shown
+  to fire (refused); a move that shows at once (``max_over_time``, a quantile) fired at the minute the test
+  expected it pending; a gauge whose ``rate()`` builds up over its first window tripped its relative upper
+  bound ``offset`` later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from compiler.cli import main
+from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, VALID_SLO, make_spec_tree
+
+SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
+PERIOD = "  target: 99.9%\n  period: 30d\n"
+
+
+def burn_alerts(target: str, lines: str) -> str:
+    """The valid spec with another target and its own burn policy."""
+    return VALID_SLO.replace(PERIOD, f"  target: {target}\n  period: 28d\n  burn_alerts:\n{lines}")
+
+
+def ranged(sli: str, band: str, persistence_for: str = "5m") -> str:
+    """A spec of ``sli`` (lines from 10) judged against ``band``, the normal range's first line (line 14)."""
+    spec = VALID_SLO.replace(RATIO_SLI_AND_OBJECTIVE, f"sli:\n{sli}normal_range:\n  {band}\n")
+    return spec.replace("  for: 10m\n", f"  for: {persistence_for}\n")
+
+
+def gauge(expr: str, band: str) -> str:
+    return ranged(f"  gauge:\n    expr: '{expr}'\n", band)
+
+
+QUANTILE = "  quantile:\n    histogram: etcd_disk_wal_fsync_duration_seconds\n    quantile: 0.99\n"
+
+
+def quantile(band: str) -> str:
+    """A quantile spec: ``max: 1`` on line 15, then ``band``."""
+    return ranged(QUANTILE, f"max: 1\n  {band}")
+
+
+LATENCY = "  latency:\n    histogram: apiserver_request_sli_duration_seconds\n    threshold: 1\n"
+
+
+def latency_spec(target: str, band: str = "") -> str:
+    """The valid spec as a latency SLI (bad events = total - good): target on line 15, ``band`` on line 20."""
+    spec = burn_alerts(target, "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n")
+    spec = spec.replace(RATIO_SLI_AND_OBJECTIVE.split("objective:")[0], f"sli:\n{LATENCY}")
+    return spec.replace("persistence:", f"normal_range:\n  {band}\npersistence:") if band else spec
+
+
+def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
+    previous = Path.cwd()
+    err = io.StringIO()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            code = main(args)
+    finally:
+        os.chdir(previous)
+    return code, err.getvalue()
+
+
+def _tree(root: Path, spec: str) -> Path:
+    make_spec_tree(root / "specs")
+    (root / "specs" / SLO_RELATIVE).write_text(spec, encoding="utf-8")
+    return root
+
+
+# case -> the spec, accepted before, whose generated tests failed
+OUTPUT_CASES: dict[str, str] = {
+}
+
+
+@pytest.fixture(scope="module")
+def tested(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each case generated, then all their tests run in one promtool call: case -> its section of the output
+    (or why it did not generate)."""
+    test_files = {}
+    results = {}
+    for case, spec in OUTPUT_CASES.items():
+        root = _tree(tmp_path_factory.mktemp(case), spec)
+        code, stderr = _cli(["generate", "--specs", "specs", "--out", "out"], root)
+        if code:
+            results[case] = f"exit {code}: {stderr}"
+        else:
+            test_files[case] = root / "out" / "prometheus" / "tests" / "dns-errors.test.yaml"
+    run = subprocess.run(
+        ["promtool", "test", "rules", *map(str, test_files.values())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    parts = re.split(r"^Unit Testing:\s+(\S+)$", run.stdout, flags=re.MULTILINE)
+    sections = {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
+    for case, path in test_files.items():
+        results[case] = sections.get(str(path), f"missing from promtool's output:\n{run.stdout[-2000:]}")
+    return results
+
+
+def test_found_join_label_also_matched_on_is_error(tmp_path: Path) -> None:
+    """on(cluster, node) group_left(cluster) is a PromQL parse error: the rules failed promtool."""
+    join = "  join: {metric: 'kube_node_labels{job=\"ksm\"}', on: [cluster, node], labels: [label_pool, cluster]}\n"
+    spec = VALID_SLO.replace("  by: [cluster]\n", "  by: [cluster, label_pool]\n").replace(
+        "  selector: '{job=\"kube-dns\"}'\n", "  selector: '{job=\"kube-dns\"}'\n" + join
+    )
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    column = join.rindex("cluster") + 1
+    assert problems == [
+        f"{SPEC}:10:{column}: slice.join.labels[1] 'cluster' is also in on: the join matches on it, so it cannot "
+        "also attach it (Prometheus rejects a label in both on(...) and group_left(...)); remove it from labels"
+    ], stderr
