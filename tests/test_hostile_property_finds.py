@@ -128,6 +128,33 @@ def tested(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return results
 
 
+@pytest.mark.parametrize(
+    ("spec", "line", "column", "shown"),
+    [
+        (gauge("max_over_time(sum by (cluster) (x)[5m:1m])", "relative: {offset: 6m, max_factor: 2}"), 14, 22, "5m"),
+        (quantile("relative: {offset: 10m, max_factor: 1.5}"), 16, 22, "5m"),
+        (gauge("sum by (cluster) (rate(x_total[5m]))", "relative: {offset: 10m, max_factor: 2}"), 14, 22, "5m"),
+    ],
+    ids=["max-over-time", "quantile", "rate"],
+)
+def test_found_relative_offset_within_for_plus_the_time_a_change_shows_is_error(
+    tmp_path: Path, spec: str, line: int, column: int, shown: str
+) -> None:
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert len(problems) == 1, stderr
+    assert problems[0].startswith(f"{SPEC}:{line}:{column}: relative.offset "), problems[0]
+    assert f"must be longer than the normal_range's for (5m) plus the {shown} a change takes to show" in problems[0]
+
+
+def test_found_relative_offset_of_a_plain_gauge_needs_only_to_outlast_for(tmp_path: Path) -> None:
+    """A gauge read at an instant shows a change at once: offset 6m with for 5m stays valid."""
+    spec = gauge("sum by (cluster) (x)", "relative: {offset: 6m, max_factor: 2}")
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 0, stderr
+
+
 def test_found_join_label_also_matched_on_is_error(tmp_path: Path) -> None:
     """on(cluster, node) group_left(cluster) is a PromQL parse error: the rules failed promtool."""
     join = "  join: {metric: 'kube_node_labels{job=\"ksm\"}', on: [cluster, node], labels: [label_pool, cluster]}\n"

@@ -19,7 +19,8 @@ from compiler.model import (
     StalenessSLI,
     StateSLI,
 )
-from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE
+from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE, RAW_RANGE_MS
+from compiler.promql import PromQLError
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader, dotted
 from compiler.source.spec_types import SLORange, SLORangeRelative
@@ -51,9 +52,10 @@ def check_wait_limits(r: SpecReader) -> None:
             )
 
 
-def relative_offset(r: SpecReader, section: str, band_for_ms: int) -> int:
+def relative_offset(r: SpecReader, section: str, band_for_ms: int, shows_ms: int = 0) -> int:
     """How far back a relative bound looks: whole minutes, at most a week, and longer than the
-    band's ``for`` (a jump past the factor lasts only ``offset``, so a shorter one never fires)."""
+    band's ``for`` plus the time a change takes to show in the SLI's value (a jump past the factor
+    lasts only ``offset``, from when it shows, so a shorter one never fires)."""
     key: PathKey = (section, "relative", "offset")
     offset = r.duration(key)
     text = promql.format_duration(offset)
@@ -76,7 +78,26 @@ def relative_offset(r: SpecReader, section: str, band_for_ms: int) -> int:
             f"({promql.format_duration(band_for_ms)}): a jump past the factor stays past its value {text} "
             "ago for only that long, so the alert could never wait out its for",
         )
+    elif offset <= band_for_ms + shows_ms:
+        r.error(
+            key,
+            f"relative.offset {text} must be longer than the {section}'s for "
+            f"({promql.format_duration(band_for_ms)}) plus the {promql.format_duration(shows_ms)} a change "
+            f"takes to show in this SLI's value (its ranges): a jump stays past its value {text} ago for only "
+            f"{text} from its first sign, so the alert cannot be shown to wait out its for",
+        )
     return offset
+
+
+def change_shows_ms(sli: SLI | None) -> int:
+    """How long a step in the input takes to show fully in the SLI's value: the 5m rate of event and
+    quantile SLIs, the ranges (not the offsets, which delay without spreading) of an expression."""
+    if isinstance(sli, GaugeSLI | StateSLI):
+        try:
+            return max(0, promql.lookback_ms(sli.expr) - promql.offsets_ms(sli.expr))
+        except PromQLError:
+            return 0
+    return RAW_RANGE_MS if sli is not None else 0
 
 
 BandSection = Literal["normal_range", "critical_range"]
@@ -105,7 +126,8 @@ def read_range(
             and rel["min_factor"] >= rel["max_factor"]
         ):
             r.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
-        offset = relative_offset(r, section, r.duration((section, "for"), for_ms))
+        band_for = r.duration((section, "for"), for_ms)
+        offset = relative_offset(r, section, band_for, change_shows_ms(sli))
         relative = Relative(offset, rel.get("max_factor"), rel.get("min_factor"), float(rel.get("floor", 0)))
     if minimum is None and maximum is None and relative is None:
         r.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)
