@@ -97,6 +97,7 @@ def _tree(root: Path, spec: str) -> Path:
 
 # case -> the spec, accepted before, whose generated tests failed
 OUTPUT_CASES: dict[str, str] = {
+    "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
 }
 
 
@@ -126,6 +127,12 @@ def tested(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     for case, path in test_files.items():
         results[case] = sections.get(str(path), f"missing from promtool's output:\n{run.stdout[-2000:]}")
     return results
+
+
+@pytest.mark.parametrize("case", sorted(OUTPUT_CASES))
+def test_found_spec_compiles_to_tests_that_pass(tested: dict[str, str], case: str) -> None:
+    section = tested[case]
+    assert "SUCCESS" in section and "FAILED" not in section, section[-4000:]
 
 
 @pytest.mark.parametrize(
@@ -169,3 +176,32 @@ def test_found_join_label_also_matched_on_is_error(tmp_path: Path) -> None:
         f"{SPEC}:10:{column}: slice.join.labels[1] 'cluster' is also in on: the join matches on it, so it cannot "
         "also attach it (Prometheus rejects a label in both on(...) and group_left(...)); remove it from labels"
     ], stderr
+
+
+@pytest.mark.parametrize(
+    ("spec", "location", "text"),
+    [
+        (
+            latency_spec("95%", "min: 1e-300"),
+            "20:8",
+            "normal_range.min 1e-300 is an error ratio under 1e-09 (one bad event in a billion), which Prometheus "
+            "cannot tell from 0",
+        ),
+        (latency_spec("95%", "max: 1e-12"), "20:8", "normal_range.max 1e-12 is an error ratio under 1e-09"),
+        (
+            latency_spec("99.9999999999%"),
+            "15:11",
+            "objective 99.9999999999% leaves an error budget of 1e-12: burn thresholds (down to 0.01x the budget) "
+            "would be error ratios under 1e-09",
+        ),
+    ],
+    ids=["min-1e-300", "max-1e-12", "target-twelve-nines"],
+)
+def test_found_error_ratio_too_small_for_float_counters_is_error(
+    tmp_path: Path, spec: str, location: str, text: str
+) -> None:
+    """total - good lost such ratios to rounding: the bound's alert fired on an input inside it."""
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert len(problems) == 1 and problems[0].startswith(f"{SPEC}:{location}: {text}"), stderr

@@ -22,6 +22,7 @@ from compiler.model import (
 from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE, RAW_RANGE_MS
 from compiler.promql import PromQLError
 from compiler.source.load import PathKey
+from compiler.source.objective import MIN_ERROR_RATIO
 from compiler.source.reader import SpecReader, dotted
 from compiler.source.spec_types import SLORange, SLORangeRelative
 from compiler.text.numbers import clean_number, go_float
@@ -220,6 +221,7 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
             )
     if not isinstance(sli, RatioSLI | LatencySLI | StateSLI):
         return
+    check_error_ratio_resolvable(r, section, raw)
     rel: SLORangeRelative | dict[str, Any] = raw.get("relative") or {}
     floor = rel.get("floor")
     if rel.get("max_factor") is not None and isinstance(floor, int | float) and floor >= 1:
@@ -234,6 +236,20 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
                 (section, bound),
                 f"{section}.{bound} {edge} can never be {word}: this SLI's value is an error ratio, within 0..1, "
                 "so its alert could never fire; give a bound inside 0..1 or drop it",
+            )
+
+
+def check_error_ratio_resolvable(r: SpecReader, section: BandSection, raw: SLORange) -> None:
+    """A bound on an error ratio between 0 and MIN_ERROR_RATIO is lost to floating-point rounding."""
+    for bound in ("min", "max"):
+        value = raw.get(bound)
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < MIN_ERROR_RATIO:
+            r.error(
+                (section, bound),
+                f"{section}.{bound} {go_float(value)} is an error ratio under {go_float(MIN_ERROR_RATIO)} (one "
+                "bad event in a billion), which Prometheus cannot tell from 0: it counts bad events as total "
+                f"minus good, in floating point; give a bound of at least {go_float(MIN_ERROR_RATIO)}"
+                + (" (or 0: any error at all)" if bound == "max" else ""),
             )
 
 
