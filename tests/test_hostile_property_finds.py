@@ -98,6 +98,9 @@ def _tree(root: Path, spec: str) -> Path:
 # case -> the spec, accepted before, whose generated tests failed
 OUTPUT_CASES: dict[str, str] = {
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
+    "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
+        "normal_range:", "unit: seconds\nnormal_range:"
+    ),
 }
 
 
@@ -205,3 +208,17 @@ def test_found_error_ratio_too_small_for_float_counters_is_error(
     assert code == 1, stderr
     problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
     assert len(problems) == 1 and problems[0].startswith(f"{SPEC}:{location}: {text}"), stderr
+
+
+def test_found_duration_bound_past_int64_seconds_is_error(tmp_path: Path) -> None:
+    """humanizeDuration converts to int64 seconds: 1.1e300 s read -106751991167300d -15h -30m -8s on amd64
+    (and otherwise on arm64), where the generated test expected the exact number of days."""
+    spec = gauge("sum by (cluster) (x)", "max: 1e+300").replace("normal_range:", "unit: seconds\nnormal_range:")
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert problems == [
+        f"{SPEC}:15:8: normal_range.max 1e+300 is 1e+15 seconds (30 million years) or more: Prometheus shows "
+        "durations in whole int64 seconds, which overflow, and the alert text would differ between platforms; "
+        "give a smaller bound (or a unit other than seconds)"
+    ], stderr

@@ -28,6 +28,9 @@ from compiler.source.spec_types import SLORange, SLORangeRelative
 from compiler.text.numbers import clean_number, go_float
 
 MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
+# The largest duration an alert's text may show: Prometheus's humanizeDuration converts seconds to int64,
+# which overflows past 2^63 s differently on amd64 and arm64; the generated tests show values past a bound.
+MAX_SHOWN_SECONDS = 1e15
 
 
 
@@ -209,6 +212,7 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
     A quantile is at least its first bucket edge times the quantile (histogram_quantile
     interpolates from 0 within the first bucket), so a min at or under that is never undercut.
     """
+    check_shown_durations(r, section, raw, sli)
     if isinstance(sli, QuantileSLI) and sli.buckets and sli.buckets[0] > 0:
         lowest = clean_number(sli.buckets[0] * sli.quantile)
         minimum = raw.get("min")
@@ -236,6 +240,24 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
                 (section, bound),
                 f"{section}.{bound} {edge} can never be {word}: this SLI's value is an error ratio, within 0..1, "
                 "so its alert could never fire; give a bound inside 0..1 or drop it",
+            )
+
+
+def check_shown_durations(r: SpecReader, section: BandSection, raw: SLORange, sli: SLI | None) -> None:
+    """Bounds in seconds whose alert text (humanizeDuration) would depend on the platform."""
+    unit = r.data.get("unit", "seconds" if isinstance(sli, QuantileSLI) else None)
+    if unit != "seconds":
+        return
+    rel = raw.get("relative")
+    places: list[tuple[PathKey, Any]] = [((section, bound), raw.get(bound)) for bound in ("min", "max")]
+    places.append(((section, "relative", "floor"), rel.get("floor") if isinstance(rel, dict) else None))
+    for key, value in places:
+        if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= MAX_SHOWN_SECONDS:
+            r.error(
+                key,
+                f"{dotted(key)} {go_float(value)} is {go_float(MAX_SHOWN_SECONDS)} seconds (30 million years) or "
+                "more: Prometheus shows durations in whole int64 seconds, which overflow, and the alert text "
+                "would differ between platforms; give a smaller bound (or a unit other than seconds)",
             )
 
 
