@@ -210,6 +210,21 @@ def test_found_error_ratio_too_small_for_float_counters_is_error(
     assert len(problems) == 1 and problems[0].startswith(f"{SPEC}:{location}: {text}"), stderr
 
 
+@pytest.mark.parametrize("bound", ["max: 0", "max: 1e-320"])
+def test_found_gauge_scaled_past_float_range_is_error_not_infinite_input(tmp_path: Path, bound: str) -> None:
+    """x * 5e-324 needs inputs of 1/5e-324 = +Inf: the generated input series read 'infx8', which promtool
+    cannot parse. No test can drive such an expression, so the spec is refused at its SLI."""
+    spec = gauge("sum by (cluster) (x) * 5e-324", bound)
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert len(problems) == 1, stderr
+    assert problems[0].startswith(
+        f"{SPEC}:10:1: cannot generate the promtool tests that prove its alerts: cannot derive test inputs: no "
+        "finite value of x gives the values the tests need (it would have to be "
+    ), problems[0]
+
+
 def test_found_duration_bound_past_int64_seconds_is_error(tmp_path: Path) -> None:
     """humanizeDuration converts to int64 seconds: 1.1e300 s read -106751991167300d -15h -30m -8s on amd64
     (and otherwise on arm64), where the generated test expected the exact number of days."""

@@ -86,6 +86,18 @@ def _fmt(value: float) -> float:
     return clean_number(value)
 
 
+def _finite(template: _Template, sample: float) -> float:
+    """A sample the tests can feed promtool: an expression that scales its input by a tiny factor
+    (``x * 5e-324``) needs inputs that overflow to infinity, which no series holds."""
+    if not math.isfinite(sample):
+        name = template.labels.get("__name__", "an input")
+        raise InputError(
+            f"cannot derive test inputs: no finite value of {name} gives the values the tests need "
+            f"(it would have to be {go_float(sample)})"
+        )
+    return _fmt(sample)
+
+
 class Inputs:
     """Synthetic raw inputs for one spec: slice ``a`` is driven by tests, ``b`` stays calm."""
 
@@ -165,7 +177,8 @@ class Inputs:
                         slope_or_value = minute * SAMPLE_SECONDS - slope_or_value
                     if template.counter and slope_or_value < 0:
                         raise InputError(_backwards(template.labels, value))
-                    samples.append(_fmt(slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value))
+                    sample = slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value
+                    samples.append(_finite(template, sample))
                 result.append((template, samples))
         return result
 
