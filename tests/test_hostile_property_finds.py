@@ -97,6 +97,9 @@ def _tree(root: Path, spec: str) -> Path:
 
 # case -> the spec, accepted before, whose generated tests failed
 OUTPUT_CASES: dict[str, str] = {
+    "burn-threshold-near-100-percent": burn_alerts(
+        "95%", "    - {severity: page, long: 30m, short: 5m, factor: 14.4, for: 1m}\n"
+    ),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"
@@ -136,6 +139,15 @@ def tested(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 def test_found_spec_compiles_to_tests_that_pass(tested: dict[str, str], case: str) -> None:
     section = tested[case]
     assert "SUCCESS" in section and "FAILED" not in section, section[-4000:]
+
+
+def test_found_outage_test_skips_the_long_window_claim_only_when_it_is_false(tmp_path: Path) -> None:
+    """The claim stays where it holds: a low threshold (99.9%, the default policy) keeps it for every pair."""
+    code, _ = _cli(["generate", "--specs", "specs", "--out", "out"], _tree(tmp_path, VALID_SLO))
+    assert code == 0
+    tests = (tmp_path / "out" / "prometheus" / "tests" / "dns-errors.test.yaml").read_text(encoding="utf-8")
+    outage = tests[tests.index("full outage") :].split("- name:")[0]
+    assert len(re.findall(r"expr: count\(\(", outage)) == 4  # one per window pair of the default policy
 
 
 @pytest.mark.parametrize(
