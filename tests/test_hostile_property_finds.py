@@ -100,6 +100,11 @@ OUTPUT_CASES: dict[str, str] = {
     "burn-threshold-near-100-percent": burn_alerts(
         "95%", "    - {severity: page, long: 30m, short: 5m, factor: 14.4, for: 1m}\n"
     ),
+    "burn-pairs-sharing-windows-with-other-for": burn_alerts(
+        "95%",
+        "    - {severity: ticket, long: 1h, short: 5m, factor: 3}\n"
+        "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n",
+    ),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"

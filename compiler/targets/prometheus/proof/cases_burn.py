@@ -42,8 +42,10 @@ ZERO_TRAFFIC_MIN = 30  # counters stand still for six 5m windows: every rate rea
 
 
 def pair(rule: AlertRule) -> str:
-    """``1h/5m``: the windows that tell a spec's burn pairs apart."""
-    return f"{rule.labels.get('long_window')}/{rule.labels.get('short_window')}"
+    """A burn alert's identity among the spec's (``1h/5m/page/14.4``): two pairs may share their windows
+    (with another severity or factor), and each keeps its own ``for`` and ``keep_firing_for``."""
+    keys = ("long_window", "short_window", "severity", "burn_factor")
+    return "/".join(rule.labels.get(key, "") for key in keys)
 
 
 def _title(rule: AlertRule, text: str) -> str:
