@@ -105,6 +105,9 @@ OUTPUT_CASES: dict[str, str] = {
         "    - {severity: ticket, long: 1h, short: 5m, factor: 3}\n"
         "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n",
     ),
+    "ratio-with-a-lower-bound-on-the-bad-share": burn_alerts(
+        "95%", "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n"
+    ).replace("persistence:", "normal_range:\n  min: 0.01\npersistence:"),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"

@@ -61,7 +61,7 @@ def burn_under(ctx: SpecContext, rule: AlertRule) -> Group:
     onset, fires = timing.burn_times(rule, ctx.inputs)
     group = Group(
         _title(rule, f"error ratio {go_float(value)} just under the threshold {go_float(theta)} stays silent"),
-        ctx.timelines(Timeline.constant(value, fires + STEP_MIN), NONE_BAD),
+        ctx.timelines(Timeline.constant(value, fires + STEP_MIN), ctx.calm_value()),
         ctx.inputs,
     )
     states_at(ctx, group, onset, [rule], [None])
@@ -89,7 +89,7 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
             f"error ratio {go_float(value)} just over {go_float(theta)} is pending, fires after "
             f"{duration_text(minutes(rule.for_ms))}, and resolves once the {rule.labels['short_window']} window clears",
         ),
-        ctx.timelines(timeline.until(resolved), NONE_BAD),
+        ctx.timelines(timeline.until(resolved), ctx.calm_value()),
         ctx.inputs,
     )
     if fires > onset:
@@ -124,7 +124,7 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     group = Group(
         "full outage: every burn-rate pair goes pending, fires after its own `for`, and resolves once its "
         "short window clears while the long window still shows the incident",
-        ctx.timelines(draft.until(end), NONE_BAD),
+        ctx.timelines(draft.until(end), ctx.calm_value()),
         ctx.inputs,
     )
     for minute in sorted({t for pair_times in times.values() for t in pair_times}):
@@ -161,7 +161,7 @@ def zero_traffic(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     group = Group(
         f"zero traffic for {duration_text(quiet)}: nothing fires and nothing is NaN; when failing traffic returns, "
         "every window sees it at once",
-        ctx.timelines(timeline, NONE_BAD),
+        ctx.timelines(timeline, ctx.calm_value()),
         ctx.inputs,
     )
     nothing_until(group, quiet, {"slo": ctx.slo.name, "alertstate": "firing"})
