@@ -108,6 +108,13 @@ OUTPUT_CASES: dict[str, str] = {
     "ratio-with-a-lower-bound-on-the-bad-share": burn_alerts(
         "95%", "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n"
     ).replace("persistence:", "normal_range:\n  min: 0.01\npersistence:"),
+    "state-with-a-lower-bound-on-the-bad-share": ranged(
+        '  state:\n    expr: \'kube_node_status_condition{condition="Ready",status="true"}\'\n'
+        "objective:\n  target: 99.5%\n  period: 7d\n  burn_alerts:\n"
+        "    - {severity: ticket, long: 1h, short: 5m, budget_share: 2%}\n",
+        "min: 0.01",
+        persistence_for="1m",
+    ),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"

@@ -39,7 +39,7 @@ from compiler.targets.prometheus.proof.timeline import (
 from compiler.text.numbers import clean_number, go_float
 
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
-CALM_STATE_UNITS = 4  # the calm slice only needs to exist
+CALM_STATE_UNITS = 4  # the calm slice only needs to exist (unless a lower bound needs finer shares)
 SLICE_NAMES = ("a", "b")
 # Labels tried, in order, to tell a state SLI's units apart when the spec names none.
 UNIT_LABEL_CANDIDATES = ("node", "instance", "pod", "unit")
@@ -109,7 +109,7 @@ class Inputs:
         many = isinstance(self.sli, StateSLI) and (self.unit_label is not None or bool(self._spec_unit_labels()))
         # A state expression that aggregates to one series per slice has a single unit per slice.
         self.units = STATE_UNITS if many else 1
-        self.calm_units = CALM_STATE_UNITS if many else 1
+        self.calm_units = self._calm_units() if many else 1
         self.onset, self.settle = self._timing()
         self.drive: Drive | None = None  # how a gauge or state expression is driven, once solved
         self._slice_values: dict[str, dict[str, str]] = {}
@@ -120,6 +120,13 @@ class Inputs:
             for label, value in self._slice_values[name].items():
                 taken.setdefault(label, set()).add(value)
         self._templates = {name: self._build(name, index) for index, name in enumerate(self.slices)}
+
+    def _calm_units(self) -> int:
+        """Units in the calm slice: a few suffice to exist, unless a lower bound on the bad share puts its
+        calm value (above the bound) between the quarters that four units can hold."""
+        bands = (self.slo.normal_range, self.slo.critical_range)
+        bounded_below = any(band is not None and band.minimum is not None for band in bands)
+        return STATE_UNITS if bounded_below else CALM_STATE_UNITS
 
     # -- what tests need to know --------------------------------------------------------
 
