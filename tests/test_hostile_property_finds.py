@@ -115,6 +115,9 @@ OUTPUT_CASES: dict[str, str] = {
         "min: 0.01",
         persistence_for="1m",
     ),
+    "state-burn-pair-held-by-keep-firing-for": burn_alerts(
+        "99%", "    - {severity: page, long: 1h, short: 5m, factor: 1, for: 2m, keep_firing_for: 10m}\n"
+    ).replace(RATIO_SLI_AND_OBJECTIVE.split("objective:")[0], "sli:\n  state:\n    expr: 'up{instance=~\".+\"}'\n"),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"

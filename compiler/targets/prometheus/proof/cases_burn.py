@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from compiler.model import series
-from compiler.model.windows import first_hourly_point_minute, minutes
+from compiler.model import StateSLI, series
+from compiler.model.windows import WindowSource, first_hourly_point_minute, minutes
 from compiler.targets.prometheus import AlertRule
 from compiler.targets.prometheus.proof import timing
 from compiler.targets.prometheus.proof.asserts import (
@@ -100,9 +100,21 @@ def burn_over(ctx: SpecContext, rule: AlertRule, burns: Sequence[AlertRule]) -> 
     firing_exactly(ctx, group, fires, firing_now, value, ctx.slice_a)
     states_at(ctx, group, stop, [rule], ["firing"])
     if keep > KEEP_CHECK_LEAD_MIN:  # still firing after the window cleared, held by keep_firing_for
-        states_at(ctx, group, clears - KEEP_CHECK_LEAD_MIN + keep, [rule], ["firing"])
+        states_at(ctx, group, held(ctx, clears, stop, rule.burn.short_ms) + keep, [rule], ["firing"])
     states_at(ctx, group, resolved, [rule], [None])
     return group
+
+
+def held(ctx: SpecContext, clears: int, stop: int, short_ms: int) -> int:
+    """A minute after the short window cleared, plus ``keep_firing_for``, at which the alert surely still fires.
+
+    ``clears`` bounds the clearing from above; a state SLI's 5m window reads the units directly (no
+    average), so it clears up to KEEP_CHECK_LEAD_MIN earlier than simulated: from then the condition is
+    known only to hold through ``stop``.
+    """
+    if isinstance(ctx.inputs.sli, StateSLI) and WindowSource.of(short_ms) is WindowSource.RATE_5M:
+        return min(clears - KEEP_CHECK_LEAD_MIN, stop)
+    return clears - KEEP_CHECK_LEAD_MIN
 
 
 def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
