@@ -105,6 +105,7 @@ OUTPUT_CASES: dict[str, str] = {
         "    - {severity: ticket, long: 1h, short: 5m, factor: 3}\n"
         "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n",
     ),
+    "relative-rate-warm-up": gauge("sum by (cluster) (rate(x_total[5m]))", "relative: {offset: 1h, max_factor: 2}"),
     "ratio-with-a-lower-bound-on-the-bad-share": burn_alerts(
         "95%", "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n"
     ).replace("persistence:", "normal_range:\n  min: 0.01\npersistence:"),

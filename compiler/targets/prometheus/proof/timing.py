@@ -94,14 +94,31 @@ def warmup_end(rule: AlertRule, inputs: Inputs) -> int:
 
     0 when it is judged from the start. The no-data alert fires while an ``offset``
     delays the first value longer than its wait; a lower bound on a gauge whose value
-    still builds up from partial rate windows reads as breached. Either may fire, then
+    still builds up from partial rate windows reads as breached, and so does a relative
+    upper bound ``offset`` later, against those partial values. Each may fire, then
     resolve once the value is whole (plus ``keep_firing_for``).
     """
     if rule.kind == "no_data" and minutes(rule.for_ms) < inputs.onset:
         return inputs.onset
     if rule.kind == "range" and rule.spec.side == "Below" and inputs.ramps:
         return steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + STEP_MIN
+    if rule.kind == "range" and inputs.ramps and compares_with_warmup(rule):
+        assert rule.band is not None and rule.band.relative is not None
+        offset = minutes(rule.band.relative.offset_ms)
+        return offset + steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + STEP_MIN
     return 0
+
+
+def compares_with_warmup(rule: AlertRule) -> bool:
+    """A relative upper bound: ``offset`` after the start it compares the whole value with the partial
+    first windows, which read lower, so it trips until the past value is whole too."""
+    band = rule.band
+    return (
+        rule.spec.side == "Above"
+        and band is not None
+        and band.relative is not None
+        and band.relative.max_factor is not None
+    )
 
 
 def warming(rules: Sequence[AlertRule], inputs: Inputs) -> dict[str, int]:
