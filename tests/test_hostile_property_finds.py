@@ -105,6 +105,10 @@ OUTPUT_CASES: dict[str, str] = {
         "    - {severity: ticket, long: 1h, short: 5m, factor: 3}\n"
         "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n",
     ),
+    "relative-max-over-time-shows-at-once": gauge(
+        "max_over_time(sum by (cluster) (x)[5m:1m])", "relative: {offset: 30m, max_factor: 2}"
+    ),
+    "relative-quantile-shows-at-once": quantile("relative: {offset: 11m, max_factor: 1.5}"),
     "relative-rate-warm-up": gauge("sum by (cluster) (rate(x_total[5m]))", "relative: {offset: 1h, max_factor: 2}"),
     "ratio-with-a-lower-bound-on-the-bad-share": burn_alerts(
         "95%", "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n"

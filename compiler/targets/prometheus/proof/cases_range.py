@@ -241,7 +241,7 @@ def relative_range(ctx: SpecContext, rule: AlertRule, above: bool) -> Group | No
         ctx.inputs,
     )
     nothing_until(group, before, {"alertname": rule.name}, since=since)
-    if wait and settle < STEP_MIN + wait:  # pending once the move shows fully, if `for` has not run out
+    if wait > settle:  # pending once the move shows fully; a max or a quantile may show it from the jump itself
         states_at(ctx, group, jump + settle, [rule], ["pending"])
     firing_exactly(ctx, group, fires, [rule], moved, ctx.slice_a)
     return group
