@@ -23,7 +23,10 @@ with a positioned error.
 - relative bounds: an offset no longer than ``for`` plus the time a change takes to show cannot be shown
   to fire (refused); a move that shows at once (``max_over_time``, a quantile) fired at the minute the test
   expected it pending; a gauge whose ``rate()`` builds up over its first window tripped its relative upper
-  bound ``offset`` later.
+  bound ``offset`` later;
+- ``absent_as_zero_while`` (after the port to the new layout): ``rate(up[1s])`` was accepted, though the
+  rate check refuses it in ``expr``, and read nothing, so no-data fired where the test expected a 0
+  (refused).
 """
 
 from __future__ import annotations
@@ -75,6 +78,13 @@ def latency_spec(target: str, band: str = "") -> str:
     spec = burn_alerts(target, "    - {severity: page, long: 1h, short: 5m, factor: 10, for: 2m}\n")
     spec = spec.replace(RATIO_SLI_AND_OBJECTIVE.split("objective:")[0], f"sli:\n{LATENCY}")
     return spec.replace("persistence:", f"normal_range:\n  {band}\npersistence:") if band else spec
+
+
+def absent_as_zero(presence: str) -> str:
+    """A "must be zero" gauge over a counter created on its first event: ``presence`` on line 13, column 27."""
+    expr = "    expr: 'sum by (cluster) (rate(x_total[5m]))'\n"
+    spec = gauge("sum by (cluster) (rate(x_total[5m]))", "max: 0")
+    return spec.replace(expr, f"{expr}    absent_as_zero_while: '{presence}'\n")
 
 
 def _cli(args: list[str], cwd: Path) -> tuple[int, str]:
@@ -271,4 +281,17 @@ def test_found_duration_bound_past_int64_seconds_is_error(tmp_path: Path) -> Non
         f"{SPEC}:15:8: normal_range.max 1e+300 is 1e+15 seconds (30 million years) or more: Prometheus shows "
         "durations in whole int64 seconds, which overflow, and the alert text would differ between platforms; "
         "give a smaller bound (or a unit other than seconds)"
+    ], stderr
+
+
+def test_found_presence_rate_shorter_than_two_evaluations_is_error(tmp_path: Path) -> None:
+    """rate(...[1s]) reads nothing: every slice was absent, and no-data fired where the test expected 0."""
+    spec = absent_as_zero("rate(process_cpu_seconds_total[1s])")
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, spec))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert problems == [
+        f"{SPEC}:13:27: rate() over 1s is shorter than twice the evaluation interval (1m): it needs two samples "
+        "in its window, so it reads nothing most of the time; use at least 2m (4x the scrape interval is the "
+        "usual advice)"
     ], stderr
