@@ -26,7 +26,10 @@ with a positioned error.
   bound ``offset`` later;
 - ``absent_as_zero_while`` (after the port to the new layout): ``rate(up[1s])`` was accepted, though the
   rate check refuses it in ``expr``, and read nothing, so no-data fired where the test expected a 0
-  (refused).
+  (refused); an offset in it delays the 0, and no-data pended in the test's first minutes (the test now
+  judges from the presence's first value); one that reads 0 while targets are up (``changes(up[1m])``)
+  can never tell up from down (refused); one over a counter was fed a flat gauge, whose rate is 0 (the
+  test now feeds a counter).
 """
 
 from __future__ import annotations
@@ -134,6 +137,9 @@ OUTPUT_CASES: dict[str, str] = {
         "99%", "    - {severity: page, long: 1h, short: 5m, factor: 1, for: 2m, keep_firing_for: 10m}\n"
     ).replace(RATIO_SLI_AND_OBJECTIVE.split("objective:")[0], "sli:\n  state:\n    expr: 'up{instance=~\".+\"}'\n"),
     "latency-bound-and-target-at-the-smallest-error-ratio": latency_spec("99.99999%", "max: 1e-9"),
+    "absent-as-zero-presence-with-an-offset": absent_as_zero("up offset 5m"),
+    "absent-as-zero-presence-with-a-long-offset": absent_as_zero("up offset 1h"),
+    "absent-as-zero-presence-reading-a-counter": absent_as_zero("rate(process_cpu_seconds_total[5m]) > 0"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"
     ),
@@ -295,3 +301,17 @@ def test_found_presence_rate_shorter_than_two_evaluations_is_error(tmp_path: Pat
         "in its window, so it reads nothing most of the time; use at least 2m (4x the scrape interval is the "
         "usual advice)"
     ], stderr
+
+
+@pytest.mark.parametrize("presence", ["changes(up[1m])", "1 - up"])
+def test_found_presence_that_cannot_tell_up_from_down_is_error(tmp_path: Path, presence: str) -> None:
+    """A presence expression at 0 while its series hold 1 never yields the 0 it stands for."""
+    code, stderr = _cli(["validate", "--specs", "specs"], _tree(tmp_path, absent_as_zero(presence)))
+    assert code == 1, stderr
+    problems = [problem for problem in stderr.splitlines() if problem.startswith(f"{SPEC}:")]
+    assert len(problems) == 1, stderr
+    assert problems[0].startswith(
+        f"{SPEC}:10:1: cannot generate the promtool tests that prove its alerts: cannot derive test inputs: "
+        "absent_as_zero_while "
+    ), problems[0]
+    assert "reads nothing above 0 with its series at 1 (targets up)" in problems[0], problems[0]

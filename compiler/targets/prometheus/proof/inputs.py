@@ -86,6 +86,16 @@ def _fmt(value: float) -> float:
     return clean_number(value)
 
 
+def _presence_unprovable(presence: str, value: float, holds: bool) -> str:
+    state = "up" if holds else "down"
+    reads = "nothing above 0" if holds else "above 0"
+    return (
+        f"cannot derive test inputs: absent_as_zero_while {presence!r} reads {reads} with its series at "
+        f"{go_float(value)} (targets {state}), so the tests cannot show that it tells a scraped component "
+        "from one that is down; write a check above 0 exactly while the component is scraped (e.g. 'up == 1')"
+    )
+
+
 def _finite(template: _Template, sample: float) -> float:
     """A sample the tests can feed promtool: an expression that scales its input by a tiny factor
     (``x * 5e-324``) needs inputs that overflow to infinity, which no series holds."""
@@ -200,19 +210,42 @@ class Inputs:
         ]
 
     def presence_series(self, value: float, minutes: int) -> list[dict[str, str]]:
-        """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice.
+        """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice
+        (a counter it reads increases at ``value`` per second).
 
         A gauge over counters created on their first event is proven with these only: the
         component's targets up (1) or down (0), and its counters not created yet.
         """
         sli = self.sli
         assert isinstance(sli, GaugeSLI) and sli.absent_as_zero_while is not None
-        found: dict[str, None] = {}
+        found: dict[str, bool] = {}
         for name in self.slices:
-            labels, _ = self._expr_series(name, 0, sli.absent_as_zero_while)
-            found.update((_series_text(series), None) for series in labels)
-        values = render_gauge([value] * (minutes + 1))
-        return [{"series": series, "values": values} for series in found]
+            labels, counters = self._expr_series(name, 0, sli.absent_as_zero_while)
+            found.update((_series_text(series), counter) for series, counter in zip(labels, counters, strict=True))
+        gauge = render_gauge([value] * (minutes + 1))
+        counter = render_counter([_fmt(value * SAMPLE_SECONDS)] * (minutes + 1))  # rate() reads ``value``
+        return [{"series": series, "values": counter if rate else gauge} for series, rate in found.items()]
+
+    def check_presence(self, up: float, down: float) -> None:
+        """The presence expression must read above 0 in each slice with its series at ``up`` (targets
+        scraped) and not at ``down``: the tests show the 0 it stands for, and no data without it."""
+        sli = self.sli
+        assert isinstance(sli, GaugeSLI) and sli.absent_as_zero_while is not None
+        presence = sli.absent_as_zero_while
+        for name in self.slices:
+            labels, counters = self._expr_series(name, 0, presence)
+            for value, holds in ((up, True), (down, False)):
+                series = [minieval.Series(lab, value, counter) for lab, counter in zip(labels, counters, strict=True)]
+                try:
+                    result = minieval.evaluate(presence, series)
+                except minieval.Unsupported as exc:
+                    raise InputError(
+                        f"cannot derive test inputs: {exc}; the generated tests compute absent_as_zero_while's "
+                        "value for their inputs, so write it without that construct (e.g. 'up == 1')"
+                    ) from exc
+                values = [result] if isinstance(result, float) else [sample for _, sample in result]
+                if any(sample > 0 for sample in values) != holds:
+                    raise InputError(_presence_unprovable(presence, value, holds))
 
     def openmetrics(self, timelines: Mapping[str, Timeline], start_seconds: int) -> str:
         """The same inputs as OpenMetrics text with timestamps one minute apart, for backfilling a real TSDB."""
