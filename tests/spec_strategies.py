@@ -240,6 +240,8 @@ class SpecDraft:
     data: dict[str, Any]
     shapes: list[str] = field(default_factory=list)
     scenario_forms: list[tuple[str, str]] = field(default_factory=list)
+    # The scrape profile stack the project gets for a spec naming a slice.component (None: no profile).
+    scrape_stack: str | None = None
 
     @property
     def sli(self) -> dict[str, Any]:
@@ -251,6 +253,8 @@ class SpecDraft:
         if (kind in EVENT_KINDS) != (self.kind in EVENT_KINDS):
             self.data.pop("normal_range", None)
             self.data.pop("critical_range", None)
+        if self.kind == "staleness":
+            self.data.pop("unit", None)  # seconds, which only a staleness SLI must have
         self.kind = kind
         self.data["sli"] = _sli(kind)
         if kind in EVENT_KINDS:
@@ -753,6 +757,75 @@ def unit_and_value(draw: st.DrawFn, spec: SpecDraft) -> None:
     spec.data["normal_range"] = {side: draw(st.sampled_from(HUMANIZED))}
 
 
+STALENESS_TIMESTAMPS = ["kubelet_pleg_last_seen_seconds", 'kube_job_status_completion_time{job_name!=""}']
+HOSTILE_STALENESS_TIMESTAMPS = [
+    "time() - kubelet_pleg_last_seen_seconds",
+    "rate(kubelet_pleg_last_seen_seconds[5m])",
+    "max(kubelet_pleg_last_seen_seconds)",
+    "",
+]
+
+
+def staleness_sli(draw: st.DrawFn, spec: SpecDraft) -> None:
+    """Seconds since a timestamp gauge advanced, valid but for at most one field: a free-form timestamp
+    expression, an aggregate it does not take, another unit, or a band it cannot have (no positive max,
+    a min, a relative band) are refused."""
+    spec.become("gauge")
+    spec.kind = "staleness"
+    hostile = draw(st.sampled_from(["timestamp", "aggregate", "unit", "band"])) if sometimes(draw, 3) else None
+    timestamps = HOSTILE_STALENESS_TIMESTAMPS if hostile == "timestamp" else STALENESS_TIMESTAMPS
+    spec.data["sli"] = {"staleness": {"timestamp": draw(st.sampled_from(timestamps))}}
+    if hostile == "aggregate" or draw(st.booleans()):
+        aggregates = ["sum", "count"] if hostile == "aggregate" else ["max", "min", "avg"]
+        spec.sli["aggregate"] = draw(st.sampled_from(aggregates))
+    spec.data["unit"] = draw(st.sampled_from(["bytes", "ratio"])) if hostile == "unit" else "seconds"
+    valid: list[Any] = [{"max": 180}, {"max": 60}, {"max": 600, "for": "2m"}]
+    refused: list[Any] = [
+        {"max": 0},
+        {"max": -5},
+        {"min": 10, "max": 180},
+        {"relative": {"offset": "1h", "max_factor": 2}},
+    ]
+    spec.data["normal_range"] = dict(draw(st.sampled_from(refused if hostile == "band" else valid)))
+
+
+COMPONENTS = ["apiserver", "coredns", "kubelet", "kube-state-metrics"]
+HOSTILE_COMPONENTS = ["nonexistent", "Apiserver", ""]
+
+
+def slice_component(draw: st.DrawFn, spec: SpecDraft) -> None:
+    """The slice names a component whose job matchers come from the project's scrape profile; hostile: an
+    unknown component, a job matcher next to it, or no scrape profile at all."""
+    spec.data["slice"]["component"] = pick(draw, COMPONENTS, HOSTILE_COMPONENTS)
+    selector = pick(draw, [None, '{instance=~".+"}'], ['{job="x"}'])  # the base's job matcher goes
+    if selector is None:
+        spec.data["slice"].pop("selector", None)
+    else:
+        spec.data["slice"]["selector"] = selector
+    spec.scrape_stack = pick(draw, ["kube-prometheus-stack", "kube-prometheus"], [None, "nonexistent"])
+
+
+ABSENT_AS_ZERO_WHILE = [
+    "up == 1",
+    "up",
+    'up{instance=~".+"} > 0',
+    "up offset 5m",
+    "rate(process_cpu_seconds_total[5m]) > 0",
+]
+HOSTILE_ABSENT_AS_ZERO_WHILE = ["sum(up)", "vector(1)", "", "rate(up[1s])", "changes(up[1m])", "1 - up"]
+
+
+def absent_as_zero(draw: st.DrawFn, spec: SpecDraft) -> None:
+    """A "must be zero" gauge over counters created on their first event, read as 0 while up says the
+    component is scraped; hostile: a presence expression that drops the slice or reads no series, or a
+    gauge that reads no counter."""
+    spec.become("gauge")
+    expr = pick(draw, ["sum by (cluster) (rate(x_total[5m]))"], ["sum by (cluster) (x)"])
+    spec.sli["expr"] = expr
+    spec.sli["absent_as_zero_while"] = pick(draw, ABSENT_AS_ZERO_WHILE, HOSTILE_ABSENT_AS_ZERO_WHILE)
+    spec.data["normal_range"] = {"max": draw(st.sampled_from([0, 0.5, 10]))}
+
+
 def name_odd(draw: st.DrawFn, spec: SpecDraft) -> None:
     field_name, value = draw(
         st.sampled_from(
@@ -801,6 +874,9 @@ SHAPES: dict[str, Shape] = {
     "slice join": slice_join,
     "automation": automation,
     "unit and humanized value": unit_and_value,
+    "staleness": staleness_sli,
+    "slice component": slice_component,
+    "absent_as_zero_while": absent_as_zero,
 }
 
 
@@ -979,6 +1055,9 @@ def spec_trees(draw: st.DrawFn, primary: str) -> Tree:
         specs.append(spec)
     cross_spec(draw, link, specs, shapes)
     settings = project(draw, shapes, primary)
+    stacks = [spec.scrape_stack for spec in specs if spec.scrape_stack is not None]
+    if stacks:
+        settings["scrape_profile"] = {"stack": stacks[0]}
     smtp = "smtp" in settings.get("alertmanager", {})
     files = {"owners.yaml": to_yaml(owners(draw, shapes, smtp, primary)), "project.yaml": to_yaml(settings)}
     together = len(specs) > 1 and draw(st.booleans())
