@@ -20,6 +20,9 @@ from compiler.source.spec_types import SLOBurnAlert
 from compiler.text.numbers import clean_number, go_float
 
 MIN_BURN_FACTOR = 0.01  # the default policy's smallest factor is 0.23 (7d period, 3d window)
+# The smallest error ratio an alert may compare with: latency and good/total SLIs count bad events as
+# total minus good, and float arithmetic on rates of ~10/s loses ratios under about 1e-12 to rounding.
+MIN_ERROR_RATIO = 1e-9
 
 
 def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
@@ -46,6 +49,7 @@ def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
             f"objective {go_float(percent)}% is out of range: it must be above 0% and below 100%",
         )
         return None
+    check_budget_resolvable(r, percent)
     target = clean_number(percent / 100)
     period = r.duration(("objective", "period"))
     if period == 0 and promql.parse_duration(str(raw["period"])) == 0:
@@ -62,6 +66,21 @@ def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
         return None  # every burn factor follows from the period: checking them now is noise
     alerts = read_burn_alerts(r, target, period)
     return Objective(target=target, period_ms=period, burn_alerts=alerts)
+
+
+def check_budget_resolvable(r: SpecReader, percent: float) -> None:
+    """Burn thresholds go down to MIN_BURN_FACTOR x the budget; under MIN_ERROR_RATIO they are error
+    ratios Prometheus cannot tell from 0."""
+    budget = 1 - percent / 100
+    if budget * MIN_BURN_FACTOR < MIN_ERROR_RATIO:
+        most = go_float(clean_number(100 - 100 * MIN_ERROR_RATIO / MIN_BURN_FACTOR))
+        r.error(
+            ("objective", "target"),
+            f"objective {go_float(percent)}% leaves an error budget of {budget:.3g}: burn "
+            f"thresholds (down to {go_float(MIN_BURN_FACTOR)}x the budget) would be error ratios under "
+            f"{go_float(MIN_ERROR_RATIO)}, which Prometheus cannot tell from 0 (it counts bad events as total "
+            f"minus good, in floating point); give a target of at most {most}%",
+        )
 
 
 def target_in_percent(r: SpecReader, written: object) -> bool:

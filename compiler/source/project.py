@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from compiler import promql
-from compiler.diagnostics import Diagnostics
+from compiler.diagnostics import Diagnostics, Position
 from compiler.model import (
     SLO,
     Explains,
@@ -30,26 +30,41 @@ from compiler.source.vanished import MAX_SAMPLES_PER_EVALUATION
 
 
 def _check_rate_windows(documents: list[Document], project: Project, diagnostics: Diagnostics) -> None:
-    """rate() and its kin need two samples in their window: at least twice the evaluation interval."""
+    """rate() and its kin need two samples in their window: at least twice the evaluation interval. A gauge's
+    presence expression too: with too short a window it reads nothing, and absence is read as no data."""
     interval = project.evaluation_interval_ms
     for document in documents:
-        sli = document.data.get("sli")
-        kind = next((k for k in ("gauge", "state") if isinstance(sli, dict) and k in sli), None)
-        if kind is None or not isinstance(sli[kind], dict) or not isinstance(sli[kind].get("expr"), str):
-            continue
-        try:
-            calls = promql.range_calls(sli[kind]["expr"])
-        except PromQLError:
-            continue  # reported where the expression is parsed
-        for function, range_ms in calls:
-            if function in promql.TWO_SAMPLE_FUNCTIONS and range_ms < 2 * interval:
-                diagnostics.error(
-                    document.position(("sli", kind, "expr")),
-                    f"{function}() over {promql.format_duration(range_ms)} is shorter than twice the evaluation "
-                    f"interval ({promql.format_duration(interval)}): it needs two samples in its window, so it "
-                    f"reads nothing most of the time; use at least {promql.format_duration(2 * interval)} "
-                    "(4x the scrape interval is the usual advice)",
-                )
+        for key, text in _sli_expressions(document):
+            try:
+                calls = promql.range_calls(text)
+            except PromQLError:
+                continue  # reported where the expression is parsed
+            _check_calls_against_interval(document.position(key), calls, interval, diagnostics)
+
+
+def _sli_expressions(document: Document) -> list[tuple[PathKey, str]]:
+    """The free PromQL of a gauge or state SLI: its ``expr``, and a gauge's presence expression."""
+    sli = document.data.get("sli")
+    kind = next((k for k in ("gauge", "state") if isinstance(sli, dict) and k in sli), None)
+    if kind is None or not isinstance(sli[kind], dict):
+        return []
+    fields = ("expr", "absent_as_zero_while") if kind == "gauge" else ("expr",)
+    return [(("sli", kind, name), sli[kind][name]) for name in fields if isinstance(sli[kind].get(name), str)]
+
+
+def _check_calls_against_interval(
+    position: Position, calls: tuple[tuple[str, int], ...], interval: int, diagnostics: Diagnostics
+) -> None:
+    """rate() and its kin need two samples in their window: at least twice the evaluation interval."""
+    for function, range_ms in calls:
+        if function in promql.TWO_SAMPLE_FUNCTIONS and range_ms < 2 * interval:
+            diagnostics.error(
+                position,
+                f"{function}() over {promql.format_duration(range_ms)} is shorter than twice the evaluation "
+                f"interval ({promql.format_duration(interval)}): it needs two samples in its window, so it "
+                f"reads nothing most of the time; use at least {promql.format_duration(2 * interval)} "
+                "(4x the scrape interval is the usual advice)",
+            )
 
 
 def build_model(documents: list[Document], diagnostics: Diagnostics) -> Model | None:

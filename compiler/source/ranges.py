@@ -19,14 +19,19 @@ from compiler.model import (
     StalenessSLI,
     StateSLI,
 )
+from compiler.model.warmup import change_shows_ms
 from compiler.model.windows import DAY, MAX_WAIT_MS, MINUTE
 from compiler.source.load import PathKey
+from compiler.source.objective import MIN_ERROR_RATIO
 from compiler.source.reader import SpecReader, dotted
 from compiler.source.spec_types import SLORange, SLORangeRelative
 from compiler.source.vanished import read_vanished
 from compiler.text.numbers import clean_number, go_float
 
 MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
+# The largest duration an alert's text may show: Prometheus's humanizeDuration converts seconds to int64,
+# which overflows past 2^63 s differently on amd64 and arm64; the generated tests show values past a bound.
+MAX_SHOWN_SECONDS = 1e15
 
 
 
@@ -52,9 +57,10 @@ def check_wait_limits(r: SpecReader) -> None:
             )
 
 
-def relative_offset(r: SpecReader, section: str, band_for_ms: int) -> int:
+def relative_offset(r: SpecReader, section: str, band_for_ms: int, shows_ms: int = 0) -> int:
     """How far back a relative bound looks: whole minutes, at most a week, and longer than the
-    band's ``for`` (a jump past the factor lasts only ``offset``, so a shorter one never fires)."""
+    band's ``for`` plus the time a change takes to show in the SLI's value (a jump past the factor
+    lasts only ``offset``, from when it shows, so a shorter one never fires)."""
     key: PathKey = (section, "relative", "offset")
     offset = r.duration(key)
     text = promql.format_duration(offset)
@@ -76,6 +82,14 @@ def relative_offset(r: SpecReader, section: str, band_for_ms: int) -> int:
             f"relative.offset {text} must be longer than the {section}'s for "
             f"({promql.format_duration(band_for_ms)}): a jump past the factor stays past its value {text} "
             "ago for only that long, so the alert could never wait out its for",
+        )
+    elif offset <= band_for_ms + shows_ms:
+        r.error(
+            key,
+            f"relative.offset {text} must be longer than the {section}'s for "
+            f"({promql.format_duration(band_for_ms)}) plus the {promql.format_duration(shows_ms)} a change "
+            f"takes to show in this SLI's value (its ranges): a jump stays past its value {text} ago for only "
+            f"{text} from its first sign, so the alert cannot be shown to wait out its for",
         )
     return offset
 
@@ -103,8 +117,10 @@ def relative_hold(r: SpecReader, section: str, offset_ms: int) -> int:
     return hold
 
 
-def read_relative(r: SpecReader, section: str, rel: SLORangeRelative, band_for_ms: int) -> Relative:
-    offset = relative_offset(r, section, band_for_ms)
+def read_relative(
+    r: SpecReader, section: str, rel: SLORangeRelative, band_for_ms: int, shows_ms: int = 0
+) -> Relative:
+    offset = relative_offset(r, section, band_for_ms, shows_ms)
     return Relative(
         offset,
         rel.get("max_factor"),
@@ -141,7 +157,8 @@ def read_range(
             and rel["min_factor"] >= rel["max_factor"]
         ):
             r.error((section, "relative", "min_factor"), "min_factor must be below max_factor")
-        relative = read_relative(r, section, rel, r.duration((section, "for"), for_ms))
+        band_for = r.duration((section, "for"), for_ms)
+        relative = read_relative(r, section, rel, band_for, change_shows_ms(sli))
     if minimum is None and maximum is None and relative is None:
         r.error((section,), f"{section} needs at least one of min, max or relative", at_key=True)
         return None
@@ -223,6 +240,7 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
     A quantile is at least its first bucket edge times the quantile (histogram_quantile
     interpolates from 0 within the first bucket), so a min at or under that is never undercut.
     """
+    check_shown_durations(r, section, raw, sli)
     if isinstance(sli, QuantileSLI) and sli.buckets and sli.buckets[0] > 0:
         lowest = clean_number(sli.buckets[0] * sli.quantile)
         minimum = raw.get("min")
@@ -235,6 +253,7 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
             )
     if not isinstance(sli, RatioSLI | LatencySLI | StateSLI):
         return
+    check_error_ratio_resolvable(r, section, raw)
     rel: SLORangeRelative | dict[str, Any] = raw.get("relative") or {}
     floor = rel.get("floor")
     if rel.get("max_factor") is not None and isinstance(floor, int | float) and floor >= 1:
@@ -249,6 +268,38 @@ def check_reachable_bounds(r: SpecReader, section: BandSection, raw: SLORange, s
                 (section, bound),
                 f"{section}.{bound} {edge} can never be {word}: this SLI's value is an error ratio, within 0..1, "
                 "so its alert could never fire; give a bound inside 0..1 or drop it",
+            )
+
+
+def check_shown_durations(r: SpecReader, section: BandSection, raw: SLORange, sli: SLI | None) -> None:
+    """Bounds in seconds whose alert text (humanizeDuration) would depend on the platform."""
+    unit = r.data.get("unit", "seconds" if isinstance(sli, QuantileSLI) else None)
+    if unit != "seconds":
+        return
+    rel = raw.get("relative")
+    places: list[tuple[PathKey, Any]] = [((section, bound), raw.get(bound)) for bound in ("min", "max")]
+    places.append(((section, "relative", "floor"), rel.get("floor") if isinstance(rel, dict) else None))
+    for key, value in places:
+        if isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= MAX_SHOWN_SECONDS:
+            r.error(
+                key,
+                f"{dotted(key)} {go_float(value)} is {go_float(MAX_SHOWN_SECONDS)} seconds (30 million years) or "
+                "more: Prometheus shows durations in whole int64 seconds, which overflow, and the alert text "
+                "would differ between platforms; give a smaller bound (or a unit other than seconds)",
+            )
+
+
+def check_error_ratio_resolvable(r: SpecReader, section: BandSection, raw: SLORange) -> None:
+    """A bound on an error ratio between 0 and MIN_ERROR_RATIO is lost to floating-point rounding."""
+    for bound in ("min", "max"):
+        value = raw.get(bound)
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < MIN_ERROR_RATIO:
+            r.error(
+                (section, bound),
+                f"{section}.{bound} {go_float(value)} is an error ratio under {go_float(MIN_ERROR_RATIO)} (one "
+                "bad event in a billion), which Prometheus cannot tell from 0: it counts bad events as total "
+                f"minus good, in floating point; give a bound of at least {go_float(MIN_ERROR_RATIO)}"
+                + (" (or 0: any error at all)" if bound == "max" else ""),
             )
 
 

@@ -10,7 +10,7 @@ from compiler.model import (
 )
 from compiler.promql import Matcher, PromQLError
 from compiler.source.load import PathKey
-from compiler.source.reader import SpecReader
+from compiler.source.reader import SpecReader, dotted
 from compiler.source.schema import suggest
 
 
@@ -35,6 +35,7 @@ def read_slice(r: SpecReader) -> Slice:
             info_name, info_matchers = None, ()
         on = r.label_names((*key, "on"), join_raw["on"])
         labels = r.label_names((*key, "labels"), join_raw["labels"])
+        check_join_labels_not_matched_on(r, key, on, labels)
         joins.append(Join(Selector(info_name, info_matchers), on, labels))
     cardinality = raw.get("cardinality", {})
     for label in cardinality:
@@ -47,6 +48,18 @@ def read_slice(r: SpecReader) -> Slice:
         cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
         component=raw.get("component"),
     )
+
+
+def check_join_labels_not_matched_on(r: SpecReader, key: PathKey, on: tuple[str, ...], labels: tuple[str, ...]) -> None:
+    """A label the join matches on is already on both sides: PromQL refuses it in group_left as well."""
+    for index, label in enumerate(labels):
+        if label in on:
+            r.error(
+                (*key, "labels", index),
+                f"{dotted((*key, 'labels', index))} '{label}' is also in on: the join matches on it, so it "
+                "cannot also attach it (Prometheus rejects a label in both on(...) and group_left(...)); "
+                "remove it from labels",
+            )
 
 
 def read_component(r: SpecReader, component: str | None, selector: tuple[Matcher, ...]) -> tuple[Matcher, ...]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from compiler.model import SLO, Range, series
 from compiler.model.naming import Level
+from compiler.model.warmup import change_shows_ms
 from compiler.text.numbers import go_float
 
 
@@ -62,5 +63,15 @@ def baseline_expr(slo: SLO, band: Range, level: Level) -> str:
     return (
         f"(\n  {held}\n  and\n  (\n{still_crossed}\n  )\n"
         f"  unless\n  (\n    {long_ago}\n    unless\n    (\n{new_normal}\n    )\n  )\n)\n"
-        f"or\n{series.value(slo, rel.offset_ms)}"
+        f"or\n{_warm_past(slo, rel.offset_ms)}"
     )
+
+
+def _warm_past(slo: SLO, offset_ms: int) -> str:
+    """The value ``offset`` ago, only where it had already warmed up then (its series existed a warm-up
+    earlier): a new slice's first, partial-window values are no baseline to judge a jump against."""
+    past = series.value(slo, offset_ms)
+    warmup = change_shows_ms(slo.sli)
+    if not warmup:
+        return past
+    return f"(\n  {past}\n  and\n  {series.value(slo, offset_ms + warmup)}\n)"

@@ -7,6 +7,7 @@ pends; at 0 (targets down) the value is absent and the no-data alert fires after
 
 from __future__ import annotations
 
+from compiler import promql
 from compiler.model import GaugeSLI, series
 from compiler.model.windows import minutes
 from compiler.promql import quote
@@ -33,8 +34,11 @@ def presence_text(ctx: SpecContext) -> str:
 
 
 def not_created_yet(ctx: SpecContext) -> Group:
-    """Targets up, counters never created: every slice reads 0 and no alert fires or pends."""
-    horizon = calm_horizon(ctx) + STEP_MIN
+    """Targets up, counters never created: every slice reads 0 and no alert fires or pends (once the
+    presence expression has a value: an offset or range delays it, and no-data pends until then)."""
+    ctx.inputs.check_presence(TARGETS_UP, TARGETS_DOWN)
+    since = presence_onset(ctx)
+    horizon = since + calm_horizon(ctx) + STEP_MIN
     group = Group(
         f"counters created on first event: none yet, {presence_text(ctx)} holds, so every slice reads 0 "
         f"and nothing fires or pends for {duration_text(horizon)}",
@@ -44,8 +48,16 @@ def not_created_yet(ctx: SpecContext) -> Group:
     )
     zero = f"count({series.recorded(series.VALUE, ctx.slo)} == 0)"
     expect(group, zero, horizon, [{"labels": "{}", "value": len(ctx.inputs.slices)}])
-    nothing_until(group, horizon, {"slo": ctx.slo.name})
+    nothing_until(group, horizon, {"slo": ctx.slo.name}, since=since)
     return group
+
+
+def presence_onset(ctx: SpecContext) -> int:
+    """The minute by which the presence expression surely has a value: inputs start at minute 0, and its
+    offsets and ranges delay the first one."""
+    presence = presence_text(ctx)
+    delay = promql.offsets_ms(presence) + promql.lookback_ms(presence)
+    return minutes(delay) + STEP_MIN if delay else 0
 
 
 def targets_down(ctx: SpecContext, rule: AlertRule) -> Group:

@@ -218,7 +218,8 @@ def relative_range(ctx: SpecContext, rule: AlertRule, above: bool) -> Group | No
         return None
     move, start, moved = found
     offset = minutes(rel.offset_ms)
-    jump = offset + ctx.steady + BASELINE_MIN  # the first minute at the moved value
+    since = timing.warmup_end(rule, ctx.inputs)
+    jump = max(offset + ctx.steady, since) + BASELINE_MIN  # the first minute at the moved value
     before = jump - STEP_MIN
     wait = minutes(rule.for_ms)
     settle = ctx.inputs.settle
@@ -239,8 +240,8 @@ def relative_range(ctx: SpecContext, rule: AlertRule, above: bool) -> Group | No
         timelines,
         ctx.inputs,
     )
-    nothing_until(group, before, {"alertname": rule.name})
-    if wait and settle < STEP_MIN + wait:  # pending once the move shows fully, if `for` has not run out
+    nothing_until(group, before, {"alertname": rule.name}, since=since)
+    if wait > settle:  # pending once the move shows fully; a max or a quantile may show it from the jump itself
         states_at(ctx, group, jump + settle, [rule], ["pending"])
     firing_exactly(ctx, group, fires, [rule], moved, ctx.slice_a)
     return group

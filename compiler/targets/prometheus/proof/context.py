@@ -19,7 +19,7 @@ from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
 
 SIGNIFICANT_DIGITS = 3  # test values rounded this far stay readable in a failing test's output
 ALL_BAD = 1.0  # every event failing: the largest error ratio, and a full outage
-NONE_BAD = 0.0  # no event failing: a recovery, and the calm slice of the burn-rate tests
+NONE_BAD = 0.0  # no event failing: a recovery (the calm slice holds calm_value, inside every band)
 CALM_HEADROOM = 2  # a calm value sits this factor inside a one-sided bound: half an upper, twice a lower or a floor
 CALM_ABOVE_NONPOSITIVE = 1  # calm is one unit above a lower bound at or below zero, where a factor cannot move it
 CALM_UNBOUNDED = 10.0  # calm for a gauge that no static bound constrains

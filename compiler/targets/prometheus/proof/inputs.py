@@ -39,7 +39,7 @@ from compiler.targets.prometheus.proof.timeline import (
 from compiler.text.numbers import clean_number, go_float
 
 STATE_UNITS = 100  # units (nodes) in the driven slice: error ratios in steps of 1%
-CALM_STATE_UNITS = 4  # the calm slice only needs to exist
+CALM_STATE_UNITS = 4  # the calm slice only needs to exist (unless a lower bound needs finer shares)
 SLICE_NAMES = ("a", "b")
 # Labels tried, in order, to tell a state SLI's units apart when the spec names none.
 UNIT_LABEL_CANDIDATES = ("node", "instance", "pod", "unit")
@@ -86,6 +86,28 @@ def _fmt(value: float) -> float:
     return clean_number(value)
 
 
+def _presence_unprovable(presence: str, value: float, holds: bool) -> str:
+    state = "up" if holds else "down"
+    reads = "nothing above 0" if holds else "above 0"
+    return (
+        f"cannot derive test inputs: absent_as_zero_while {presence!r} reads {reads} with its series at "
+        f"{go_float(value)} (targets {state}), so the tests cannot show that it tells a scraped component "
+        "from one that is down; write a check above 0 exactly while the component is scraped (e.g. 'up == 1')"
+    )
+
+
+def _finite(template: _Template, sample: float) -> float:
+    """A sample the tests can feed promtool: an expression that scales its input by a tiny factor
+    (``x * 5e-324``) needs inputs that overflow to infinity, which no series holds."""
+    if not math.isfinite(sample):
+        name = template.labels.get("__name__", "an input")
+        raise InputError(
+            f"cannot derive test inputs: no finite value of {name} gives the values the tests need "
+            f"(it would have to be {go_float(sample)})"
+        )
+    return _fmt(sample)
+
+
 class Inputs:
     """Synthetic raw inputs for one spec: slice ``a`` is driven by tests, ``b`` stays calm."""
 
@@ -99,7 +121,7 @@ class Inputs:
         many = isinstance(self.sli, StateSLI) and (self.unit_label is not None or bool(self._spec_unit_labels()))
         # A state expression that aggregates to one series per slice has a single unit per slice.
         self.units = STATE_UNITS if many else 1
-        self.calm_units = CALM_STATE_UNITS if many else 1
+        self.calm_units = self._calm_units() if many else 1
         self.onset, self.settle = self._timing()
         self.drive: Drive | None = None  # how a gauge or state expression is driven, once solved
         self._slice_values: dict[str, dict[str, str]] = {}
@@ -110,6 +132,13 @@ class Inputs:
             for label, value in self._slice_values[name].items():
                 taken.setdefault(label, set()).add(value)
         self._templates = {name: self._build(name, index) for index, name in enumerate(self.slices)}
+
+    def _calm_units(self) -> int:
+        """Units in the calm slice: a few suffice to exist, unless a lower bound on the bad share puts its
+        calm value (above the bound) between the quarters that four units can hold."""
+        bands = (self.slo.normal_range, self.slo.critical_range)
+        bounded_below = any(band is not None and band.minimum is not None for band in bands)
+        return STATE_UNITS if bounded_below else CALM_STATE_UNITS
 
     # -- what tests need to know --------------------------------------------------------
 
@@ -167,7 +196,8 @@ class Inputs:
                         slope_or_value = minute * SAMPLE_SECONDS - slope_or_value
                     if template.counter and slope_or_value < 0:
                         raise InputError(_backwards(template.labels, value))
-                    samples.append(_fmt(slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value))
+                    sample = slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value
+                    samples.append(_finite(template, sample))
                 result.append((template, samples))
         return result
 
@@ -182,19 +212,42 @@ class Inputs:
         ]
 
     def presence_series(self, value: float, minutes: int) -> list[dict[str, str]]:
-        """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice.
+        """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice
+        (a counter it reads increases at ``value`` per second).
 
         A gauge over counters created on their first event is proven with these only: the
         component's targets up (1) or down (0), and its counters not created yet.
         """
         sli = self.sli
         assert isinstance(sli, GaugeSLI) and sli.absent_as_zero_while is not None
-        found: dict[str, None] = {}
+        found: dict[str, bool] = {}
         for name in self.slices:
-            labels, _ = self._expr_series(name, 0, sli.absent_as_zero_while)
-            found.update((_series_text(series), None) for series in labels)
-        values = render_gauge([value] * (minutes + 1))
-        return [{"series": series, "values": values} for series in found]
+            labels, counters = self._expr_series(name, 0, sli.absent_as_zero_while)
+            found.update((_series_text(series), counter) for series, counter in zip(labels, counters, strict=True))
+        gauge = render_gauge([value] * (minutes + 1))
+        counter = render_counter([_fmt(value * SAMPLE_SECONDS)] * (minutes + 1))  # rate() reads ``value``
+        return [{"series": series, "values": counter if rate else gauge} for series, rate in found.items()]
+
+    def check_presence(self, up: float, down: float) -> None:
+        """The presence expression must read above 0 in each slice with its series at ``up`` (targets
+        scraped) and not at ``down``: the tests show the 0 it stands for, and no data without it."""
+        sli = self.sli
+        assert isinstance(sli, GaugeSLI) and sli.absent_as_zero_while is not None
+        presence = sli.absent_as_zero_while
+        for name in self.slices:
+            labels, counters = self._expr_series(name, 0, presence)
+            for value, holds in ((up, True), (down, False)):
+                series = [minieval.Series(lab, value, counter) for lab, counter in zip(labels, counters, strict=True)]
+                try:
+                    result = minieval.evaluate(presence, series)
+                except minieval.Unsupported as exc:
+                    raise InputError(
+                        f"cannot derive test inputs: {exc}; the generated tests compute absent_as_zero_while's "
+                        "value for their inputs, so write it without that construct (e.g. 'up == 1')"
+                    ) from exc
+                values = [result] if isinstance(result, float) else [sample for _, sample in result]
+                if any(sample > 0 for sample in values) != holds:
+                    raise InputError(_presence_unprovable(presence, value, holds))
 
     def openmetrics(self, timelines: Mapping[str, Timeline], start_seconds: int) -> str:
         """The same inputs as OpenMetrics text with timestamps one minute apart, for backfilling a real TSDB."""

@@ -22,6 +22,7 @@ RECOVERY_SLACK_MIN = 10  # a recovery outlasts its short window by the 5m rate a
 RECOVERY_SLACK_HOURLY_MIN = 70  # an hourly window also waits up to an hour for the point that shows the recovery
 HOURLY_CLEAR_SLACK_MIN = 65  # hourly points step on the hour, plus the 5m rate
 CLEAR_ROUNDING_MIN = 2  # float rounding near the crossing: promtool sums the window differently
+CLAIM_MARGIN = 1e-9  # a window "still over" its threshold by less than this share is float noise, not a witness
 
 
 def steady_minute(inputs: Inputs) -> int:
@@ -67,6 +68,24 @@ def clears(inputs: Inputs, timeline: Timeline, short_ms: int, theta: float, stop
     return minute + CLEAR_ROUNDING_MIN
 
 
+def long_window_holds(inputs: Inputs, timeline: Timeline, long_ms: int, theta: float, minute: int) -> bool:
+    """Whether a pair's long window still reads over its threshold ``theta`` at ``minute`` of ``timeline``.
+
+    Usually it does by far (a 1h window after a few minutes of outage against a threshold of a few
+    percent), but a threshold near 100% errors is under the long window's share of the outage as soon as
+    the short window clears. Windows read at hourly points average the outage's hours, which it dominates.
+    """
+    if WindowSource.of(long_ms) is WindowSource.HOURLY:
+        return True
+    if isinstance(inputs.sli, StateSLI):
+        recorded = EventSeries.from_states(timeline, inputs.units)
+        minute -= inputs.settle  # a state expression's offset or ranges delay what the window sees
+    else:
+        recorded = EventSeries.from_counters(timeline)
+    ratio = recorded.window_ratio(minutes(long_ms), max(minute, 0))
+    return ratio is not None and ratio > theta * (1 + CLAIM_MARGIN)
+
+
 # -- warm-up: inputs start at minute 0, real series have history ---------------------------
 
 
@@ -75,14 +94,31 @@ def warmup_end(rule: AlertRule, inputs: Inputs) -> int:
 
     0 when it is judged from the start. The no-data alert fires while an ``offset``
     delays the first value longer than its wait; a lower bound on a gauge whose value
-    still builds up from partial rate windows reads as breached. Either may fire, then
+    still builds up from partial rate windows reads as breached, and so does a relative
+    upper bound ``offset`` later, against those partial values. Each may fire, then
     resolve once the value is whole (plus ``keep_firing_for``).
     """
     if rule.kind == "no_data" and minutes(rule.for_ms) < inputs.onset:
         return inputs.onset
     if rule.kind == "range" and rule.spec.side == "Below" and inputs.ramps:
         return steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + STEP_MIN
+    if rule.kind == "range" and inputs.ramps and compares_with_warmup(rule):
+        assert rule.band is not None and rule.band.relative is not None
+        offset = minutes(rule.band.relative.offset_ms)
+        return offset + steady_minute(inputs) + minutes(rule.keep_firing_for_ms) + STEP_MIN
     return 0
+
+
+def compares_with_warmup(rule: AlertRule) -> bool:
+    """A relative upper bound: ``offset`` after the start it compares the whole value with the partial
+    first windows, which read lower, so it trips until the past value is whole too."""
+    band = rule.band
+    return (
+        rule.spec.side == "Above"
+        and band is not None
+        and band.relative is not None
+        and band.relative.max_factor is not None
+    )
 
 
 def warming(rules: Sequence[AlertRule], inputs: Inputs) -> dict[str, int]:
