@@ -74,7 +74,7 @@ def budget_duration_ms(budget: float, period_ms: int) -> int:
 
 # The recorded rates windows are summed from: each is the mean rate over a block of that length
 # ending at its sample, built from a few blocks of the tier below (30m from six 5m rates, 1h from
-# two 30m, 6h from six 1h, 1d from four 6h), so no rule reads more than six series per side.
+# two 30m, 6h from six 1h, 1d from four 6h), so no recording rule reads more than six series per side.
 TIERS_MS: tuple[int, ...] = (RAW_RANGE_MS, 30 * MINUTE, HOUR, 6 * HOUR, DAY)
 
 
