@@ -49,7 +49,7 @@ def test_validate_valid_tree_exits_0(run_cli: RunCli, tmp_path: Path, spec_tree:
     assert (code, stderr) == (0, "")
     assert stdout.endswith("slo-compiler: 1 spec(s) valid\n")
     # The series estimate: slice by cluster (1 on the default profile) x 5 recorded series + slo_info.
-    assert "  dns-errors " in stdout and "  total: 6 series in 1 spec(s)" in stdout
+    assert "  dns-errors " in stdout and "  total: 13 series in 1 spec(s)" in stdout
 
 
 def test_explain_shows_rules_windows_series_and_routing(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
@@ -57,7 +57,7 @@ def test_explain_shows_rules_windows_series_and_routing(run_cli: RunCli, tmp_pat
     assert (code, stderr) == (0, "")
     assert "DnsErrorsErrorBudgetBurn: page, 1h/5m windows over 14.4x (error ratio > 0.0144), for 2m" in stdout
     assert "slo:sli_bad:rate5m:" in stdout
-    assert "estimated series: 6 (1 slices x 5 + slo_info), budget 2,000" in stdout
+    assert "estimated series: 13 (1 slices x 12 + slo_info), budget 2,000" in stdout
     assert "severity=page -> platform-network-page (pagerduty)" in stdout
     assert run_cli(["explain", "nope", "--specs", "specs"], tmp_path)[0] == 2
 

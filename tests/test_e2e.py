@@ -223,10 +223,13 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
 
 
 GRAFANA_VARIABLE = re.compile(r"\$\{(?P<braced>\w+)(?::\w+)?\}|\$(?P<plain>\w+)")
-RECORDING_STAGES = (
+RECORDING_STAGES = (  # each rate tier is recorded from the one before it
     {"slo_info", "slo:sli_total:rate5m", "slo:sli_bad:rate5m", "slo:sli_value:gauge"},
+    {"slo:sli_total:rate30m", "slo:sli_bad:rate30m"},
     {"slo:sli_total:rate1h", "slo:sli_bad:rate1h"},
-    {"slo:error_budget_remaining:ratio"},
+    {"slo:sli_total:rate6h", "slo:sli_bad:rate6h"},
+    {"slo:sli_total:rate1d", "slo:sli_bad:rate1d"},
+    {"slo:error_budget_remaining:ratio", "slo:sli_total:period_events"},
 )
 
 

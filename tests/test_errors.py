@@ -230,7 +230,7 @@ def test_slicing_by_node_needs_an_explicit_budget(run_cli: RunCli, tmp_path: Pat
     edit(slo_file, "  by: [cluster]\n", "  by: [cluster, node]\n")
     stderr = validate(run_cli, tmp_path, problems=1)
     message = message_at(stderr, f"{SLO}:8:3")
-    assert message.startswith("slicing by node records about 37,501 series on the 7,500-node GPU cluster")
+    assert message.startswith("slicing by node records about 90,001 series on the 7,500-node GPU cluster")
     assert "explicit series_budget" in message
 
 
@@ -240,7 +240,7 @@ def test_a_spec_over_its_series_budget_is_refused(run_cli: RunCli, tmp_path: Pat
         handle.write("series_budget: 1000\n")
     stderr = validate(run_cli, tmp_path, problems=1)
     assert "over its budget of 1,000" in stderr
-    assert "records about 2,501 series (500 slices x 5 recorded series)" in stderr
+    assert "records about 6,001 series (500 slices x 12 recorded series)" in stderr
 
 
 def test_aggregation_drops_slice_label(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:

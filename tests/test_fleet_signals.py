@@ -170,7 +170,7 @@ def test_budgets_count_one_series_per_unit() -> None:
     model = compile_tree(LIBRARY_SPECS)
     profile = model.project.cluster_profile
     by_name = {slo.name: estimate(slo, profile) for slo in model.slos}
-    assert (by_name["node-readiness"].unit_series, by_name["node-readiness"].series) == (7500, 72 * 7 + 7500 + 1)
+    assert (by_name["node-readiness"].unit_series, by_name["node-readiness"].series) == (7500, 72 * 14 + 7500 + 1)
     assert by_name["nic-error-budget"].unit_series == 7500 * 4
     assert by_name["conntrack-exhaustion"].series == 3 + 7500 + 1
     assert by_name["node-readiness-flapping"].unit_series == 0

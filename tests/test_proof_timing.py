@@ -1,9 +1,9 @@
 """The generated tests' timing follows the rules' window shape, because both read ``WindowSource``.
 
-A short burn window of a day or more that is not whole hours (``1d5m``) averages the 5m
-series; only whole-hour windows of a day or more read hourly points. The proof once decided
-"hourly" by length alone, so for such a window it over-estimated when the window clears and
-checked ``keep_firing_for`` after the alert had resolved: promtool failed the generated test.
+A short burn window of a day or more that is not a tier (``1d5m``) sums a 1d and a 5m block.
+The proof once decided "hourly" by length alone, so for such a window it over-estimated when
+the window clears and checked ``keep_firing_for`` after the alert had resolved: promtool failed
+the generated test. Windows are now all sums of blocks, simulated the same way.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from compiler.model.windows import DAY, MINUTE, WindowSource
+from compiler.model.windows import DAY, MINUTE, Block, WindowSource, blocks
 from compiler.targets import render_all
 from tests.conftest import SLO_RELATIVE, VALID_SLO, make_spec_tree
 from tests.support import compile_tree
@@ -23,8 +23,9 @@ PAIRS = """\
 """
 
 
-def test_a_day_long_short_window_off_the_hour_is_timed_as_the_5m_average_it_reads(tmp_path: Path) -> None:
-    assert WindowSource.of(DAY + 5 * MINUTE) is WindowSource.AVG_5M
+def test_a_day_long_short_window_off_the_hour_is_timed_as_the_blocks_it_reads(tmp_path: Path) -> None:
+    assert WindowSource.of(DAY + 5 * MINUTE) is WindowSource.BLOCKS
+    assert blocks(DAY + 5 * MINUTE) == (Block(DAY, 0), Block(5 * MINUTE, DAY))
     spec_dir = make_spec_tree(tmp_path / "specs")
     (spec_dir / SLO_RELATIVE).write_text(VALID_SLO.replace("  period: 30d\n", "  period: 30d\n" + PAIRS, 1))
     files = render_all(compile_tree(spec_dir, cwd=tmp_path))

@@ -197,10 +197,20 @@ class Objective:
     target: float  # e.g. 0.995
     period_ms: int
     burn_alerts: tuple[BurnAlert, ...]
+    traffic_guard: float = 1.0  # share of each pair's budget share its long window must spend; 0 is off
 
     @property
     def budget(self) -> float:
         return 1.0 - self.target
+
+    def guard_share(self, burn: BurnAlert) -> float:
+        """The share of the period's budget, in events, a pair's long window must hold before it alerts.
+
+        The pair's own share (``factor x long / period``) times ``traffic_guard``: under
+        steady traffic it is the ratio condition again; after traffic drops to a trickle
+        the window's few bad events are a negligible share of the budget, and it holds back.
+        """
+        return self.traffic_guard * burn.factor * burn.long_ms / self.period_ms
 
     def threshold(self, burn: BurnAlert) -> float:
         """The error ratio a window pair alerts above: its factor times the budget."""

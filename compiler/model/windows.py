@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,8 +38,17 @@ class PolicyStep:
     for_ms: int
 
 
+# The traffic guard's default: a pair's long window must hold this share of the bad events its threshold
+# would spend of the period's budget (1 = the pair's own budget share; 0 turns the guard off).
+DEFAULT_TRAFFIC_GUARD = 1.0
+
 # The SRE Workbook / kubernetes-mixin policy; the factor follows from the period:
-# share x period / long window (14.4, 6, 3 and 1 for 30 days).
+# share x period / long window (14.4, 6, 3 and 1 for 30 days). Each `for` is about half the
+# short window (kubernetes-mixin, Pyrra). For the tickets that is what keeps a blip from
+# opening one on a young slice: until a slice has a long window of history, its long window
+# holds only the hours it has, and a 2-minute 5% blip in a new cluster's first hour holds the
+# 3d/6h pair above 1x for over an hour (the library's coredns-rolling-restart scenario
+# tickets with a 15m `for`, not with 3h).
 DEFAULT_POLICY: tuple[PolicyStep, ...] = (
     PolicyStep("page", HOUR, 5 * MINUTE, 0.02, 2 * MINUTE),
     PolicyStep("page", 6 * HOUR, 30 * MINUTE, 0.05, 15 * MINUTE),
@@ -62,33 +72,73 @@ def budget_duration_ms(budget: float, period_ms: int) -> int:
     return round(budget * period_ms / SECOND) * SECOND
 
 
-class WindowSource(enum.Enum):
-    """Which recorded series a window of a given length reads (see ``compiler.model.series``)."""
+# The recorded rates windows are summed from: each is the mean rate over a block of that length
+# ending at its sample, built from a few blocks of the tier below (30m from six 5m rates, 1h from
+# two 30m, 6h from six 1h, 1d from four 6h), so no recording rule reads more than six series per side.
+TIERS_MS: tuple[int, ...] = (RAW_RANGE_MS, 30 * MINUTE, HOUR, 6 * HOUR, DAY)
 
-    RATE_5M = "5m rate"  # the 5m recorded rate, read directly
-    RATE_1H = "1h average"  # the 1h recorded average, read directly
-    AVG_5M = "average of 5m rates"  # windows under a day (or not whole hours) average the 5m series
-    HOURLY = "hourly points"  # windows of a day or more average the 1h series at 1h steps
+
+class WindowSource(enum.Enum):
+    """Which recorded series a window of a given length reads (see ``compiler.model.series``).
+
+    Every window is the ratio of the bad to the total events in it, summed from recorded
+    rates whose blocks do not overlap: the 5m rate covers the 5 minutes before its sample,
+    the 6h rate the 6 hours before its sample. A 2h window is two 1h rates an hour apart
+    (``offset``), so it counts each event once, as the workbook's ``increase[2h]`` does, and
+    is whole at every evaluation: no window lags a step by the 5m rate's ramp or by an
+    hourly grid.
+    """
+
+    RECORDED = "one recorded rate"  # 5m, 30m, 1h, 6h, 1d: the tier's rate, read directly
+    BLOCKS = "sum of blocks"  # any other window: its days, 6h, hours, 30m and 5m blocks, each read once
 
     @classmethod
     def of(cls, window_ms: int) -> WindowSource:
-        if window_ms == RAW_RANGE_MS:
-            return cls.RATE_5M
-        if window_ms == HOUR:
-            return cls.RATE_1H
-        if window_ms < DAY or window_ms % HOUR:
-            return cls.AVG_5M
-        return cls.HOURLY
+        return cls.RECORDED if window_ms in TIERS_MS else cls.BLOCKS
+
+
+@dataclass(frozen=True)
+class Block:
+    """One recorded rate read for a window: its length (a tier) and how long ago it ends."""
+
+    length_ms: int
+    offset_ms: int
+
+
+def blocks(window_ms: int) -> tuple[Block, ...]:
+    """A window as the fewest non-overlapping recorded blocks, longest tier first.
+
+    Each tier divides the next, so the blocks tile the window exactly (windows are
+    multiples of 5m); the newest block ends now.
+    """
+    found: list[Block] = []
+    covered = 0
+    for length in reversed(TIERS_MS):
+        while window_ms - covered >= length:
+            found.append(Block(length, covered))
+            covered += length
+    return tuple(found)
+
+
+def tier_blocks(tier_ms: int) -> tuple[Block, ...]:
+    """The blocks of the tier below that one tier's recorded rate sums (1h: two 30m rates)."""
+    below = TIERS_MS[TIERS_MS.index(tier_ms) - 1]
+    return tuple(Block(below, k * below) for k in range(tier_ms // below))
+
+
+def tiers_for(windows_ms: Sequence[int]) -> tuple[int, ...]:
+    """The tiers above 5m to record for these windows: up to the longest one they read, and at least 1h."""
+    longest = max([HOUR, *(block.length_ms for window in windows_ms for block in blocks(window))])
+    return tuple(tier for tier in TIERS_MS[1:] if tier <= longest)
 
 
 def first_point_minute(window_ms: int, first_minute: int) -> int:
     """The first minute a window's ratio exists when its input starts at ``first_minute``.
 
-    Hourly subqueries align their points to the full hour, so a window read at 1h steps
-    has its first point at the first full hour after the input starts.
+    Blocks before the input started count as no events, so every window has its first
+    point with the 5m rate's, whatever its length.
     """
-    if WindowSource.of(window_ms) is WindowSource.HOURLY:
-        return first_hourly_point_minute(first_minute)
+    del window_ms
     return first_minute
 
 

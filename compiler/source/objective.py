@@ -13,7 +13,15 @@ from compiler.model import (
     RatioSLI,
     StateSLI,
 )
-from compiler.model.windows import BURN_WINDOW_STEP_MS, DAY, DEFAULT_POLICY, HOUR, MAX_WAIT_MS, burn_factor
+from compiler.model.windows import (
+    BURN_WINDOW_STEP_MS,
+    DAY,
+    DEFAULT_POLICY,
+    DEFAULT_TRAFFIC_GUARD,
+    HOUR,
+    MAX_WAIT_MS,
+    burn_factor,
+)
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader, dotted, parse_percent
 from compiler.source.spec_types import SLOBurnAlert
@@ -65,7 +73,35 @@ def read_objective(r: SpecReader, sli: SLI | None) -> Objective | None:
         )
         return None  # every burn factor follows from the period: checking them now is noise
     alerts = read_burn_alerts(r, target, period)
-    return Objective(target=target, period_ms=period, burn_alerts=alerts)
+    guard = read_traffic_guard(r)
+    return Objective(target=target, period_ms=period, burn_alerts=alerts, traffic_guard=guard)
+
+
+def read_traffic_guard(r: SpecReader) -> float:
+    """``traffic_guard``: true (the default, 100%), false (off) or a share in (0%, 100%].
+
+    A share above 100% would make a pair stricter than its own threshold under steady
+    traffic, which is a different policy; say so with a lower factor instead.
+    """
+    raw = r.data["objective"].get("traffic_guard", True)
+    if isinstance(raw, bool):
+        return DEFAULT_TRAFFIC_GUARD if raw else 0.0
+    percent = parse_percent(raw)
+    if percent is None or not 0 < percent <= 100:
+        r.error(
+            ("objective", "traffic_guard"),
+            f"traffic_guard {raw!r} must be true, false or a share in (0%, 100%] such as 50%: the share of each "
+            "pair's budget share its long window's bad events must reach, counted in the period's events; "
+            "write false to turn the guard off",
+        )
+        return DEFAULT_TRAFFIC_GUARD
+    if 0 < percent < 1 and not isinstance(raw, str):
+        r.error(
+            ("objective", "traffic_guard"),
+            f"traffic_guard {go_float(percent)} is read as {go_float(percent)}%; write it with a % sign "
+            f"(did you mean {go_float(clean_number(percent * 100))}%?)",
+        )
+    return clean_number(percent / 100)
 
 
 def check_budget_resolvable(r: SpecReader, percent: float) -> None:

@@ -123,6 +123,7 @@ class SLOObjective(TypedDict, total=False):
     target: Required[str | int | float]
     period: Required[str]
     burn_alerts: NotRequired[list[SLOBurnAlert]]
+    traffic_guard: NotRequired[bool | str | int | float]
 
 
 class SLORangeRelative(TypedDict, total=False):

@@ -5,9 +5,10 @@ A pure function of the plan: which alerts exist, their names, labels and timing 
 
 Cost rules: only the first recording rules read raw series, and only over 5m; every
 longer window reads the SLO's own recorded, slice-aggregated series (see
-``compiler.model.series``). An SLO records at most six series: ``slo_info``, bad and
-total rates over 5m, their 1h averages, and the budget remaining; plus, per band with a
-relative bound, its held baseline (``baseline``).
+``compiler.model.series``). An SLO records ``slo_info``, bad and total rates over 5m and
+over each longer tier its windows read (30m, 1h, then 6h and 1d for windows that long),
+the period's events (for the traffic guard) and the budget remaining: at most 13 series;
+plus, per band with a relative bound, its held baseline (``baseline``), and a fleet's three.
 """
 
 from __future__ import annotations
@@ -51,8 +52,12 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     rules.append(_record(series.BAD_5M, bad, slo))
     if slo.objective is None:
         return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
-    rules.append(_record(series.TOTAL_1H, f"avg_over_time({series.recorded(series.TOTAL_5M, slo)}[1h])", slo))
-    rules.append(_record(series.BAD_1H, f"avg_over_time({series.recorded(series.BAD_5M, slo)}[1h])", slo))
+    for tier in series.recorded_tiers(slo):
+        bad_name, total_name = series.rate_names(tier)
+        rules.append(_record(total_name, series.tier_rate(slo, tier, bad=False), slo))
+        rules.append(_record(bad_name, series.tier_rate(slo, tier, bad=True), slo))
+    if slo.objective.traffic_guard:
+        rules.append(_record(series.PERIOD_EVENTS, series.period_events(slo, slo.objective.period_ms), slo))
     period = format_duration(slo.objective.period_ms)
     budget = go_float(clean_number(slo.objective.budget))
     rules.append(
@@ -91,6 +96,10 @@ def _baseline_rules(slo: SLO) -> list[dict[str, Any]]:
         for level in series.baseline_levels(slo)
         if (band := bands[level]) is not None
     ]
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  {line}" for line in text.splitlines())
 
 
 def _go_text(text: str) -> str:
@@ -185,9 +194,12 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     threshold = go_float(objective.threshold(burn))
     long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
     expr = (
-        f"(\n  {series.window_ratio(slo, burn.long_ms)}\n) > {threshold}\n"
-        f"and\n(\n  {series.window_ratio(slo, burn.short_ms)}\n) > {threshold}"
+        f"(\n{_indent(series.window_ratio(slo, burn.long_ms))}\n) > {threshold}\n"
+        f"and\n(\n{_indent(series.window_ratio(slo, burn.short_ms))}\n) > {threshold}"
     )
+    guard = series.traffic_guard(slo, burn)
+    if guard is not None:  # the long window's bad events are a share of the period's budget
+        expr += f"\nand\n(\n{_indent(guard)}\n)"
     period = format_duration(objective.period_ms)
     exhaustion = format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))
     target = f"{go_float(clean_number(objective.target * 100))}%"

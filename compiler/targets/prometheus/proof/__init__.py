@@ -10,6 +10,7 @@ what promtool must see:
   exact labels and annotations;
 - recovery: resolved once the short window clears (plus ``keep_firing_for``);
 - zero traffic (no alert, no NaN poisoning) and missing data (the no-data alert);
+- a trickle of failing traffic after normal traffic: the traffic guard keeps every pair silent;
 - for ranges: above the maximum, below the minimum, a relative spike or drop against the
   value ``offset`` ago, and a move that the floor keeps quiet;
 - every scenario declared in the spec.
@@ -29,7 +30,7 @@ The package, in the order a case is built:
   clears, and the warm-up (read from ``compiler.model.windows``, as the rules are);
 - ``group`` and ``asserts``: a promtool test group and the checks written into it;
 - ``cases_baseline`` (calm, no input at all), ``cases_burn`` (under, over, outage, zero
-  traffic), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
+  traffic, trickle), ``cases_range`` (static and relative bounds), ``cases_scenario`` (declared),
   ``cases_first_event`` (counters created on their first event: targets up, targets down),
   ``cases_staleness`` (a timestamp gauge that stops advancing), ``cases_fleet`` (per-unit
   tickets and the slice's page when enough units are out), ``cases_herd`` (a relative bound
@@ -82,6 +83,9 @@ def groups(ctx: SpecContext) -> list[Group]:
         found.append(cases_burn.outage(ctx, burns))
         if isinstance(ctx.slo.sli, RatioSLI | LatencySLI):
             found.append(cases_burn.zero_traffic(ctx, burns))
+            guarded = cases_burn.trickle(ctx, burns)
+            if guarded is not None:
+                found.append(guarded)
     for rule in ctx.rules:
         if rule.spec.fleet is not None:
             continue  # judged per unit: the fleet cases below

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 
 from compiler.model import StateSLI, series
-from compiler.model.windows import WindowSource, first_hourly_point_minute, minutes
+from compiler.model.windows import RAW_RANGE_MS, first_hourly_point_minute, minutes
 from compiler.targets.prometheus import AlertRule
 from compiler.targets.prometheus.proof import timing
 from compiler.targets.prometheus.proof.asserts import (
@@ -29,10 +29,10 @@ from compiler.targets.prometheus.proof.inputs import InputError
 from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
 from compiler.targets.prometheus.proof.timing import (
     INCIDENT_PAST_FIRING_MIN,
-    RECOVERY_SLACK_HOURLY_MIN,
+    RECOVERY_SLACK_MIN,
     STEP_MIN,
 )
-from compiler.text.numbers import go_float
+from compiler.text.numbers import clean_number, go_float
 
 UNDER = 0.9  # just under the threshold: stays silent
 OVER = 1.1  # just over the threshold: fires
@@ -112,7 +112,7 @@ def held(ctx: SpecContext, clears: int, stop: int, short_ms: int) -> int:
     average), so it clears up to KEEP_CHECK_LEAD_MIN earlier than simulated: from then the condition is
     known only to hold through ``stop``.
     """
-    if isinstance(ctx.inputs.sli, StateSLI) and WindowSource.of(short_ms) is WindowSource.RATE_5M:
+    if isinstance(ctx.inputs.sli, StateSLI) and short_ms == RAW_RANGE_MS:
         return min(clears - KEEP_CHECK_LEAD_MIN, stop)
     return clears - KEEP_CHECK_LEAD_MIN
 
@@ -122,8 +122,8 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     times = {pair(rule): timing.burn_times(rule, ctx.inputs) for rule in burns}
     last = max(fires for _, fires in times.values())
     stop = last + INCIDENT_PAST_FIRING_MIN
-    # Long enough for the slowest short window to clear, as if every one read hourly points.
-    longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + RECOVERY_SLACK_HOURLY_MIN
+    # Long enough for the slowest short window to clear.
+    longest = max(minutes(rule.burn.short_ms) for rule in burns if rule.burn) + RECOVERY_SLACK_MIN
     keep = max(minutes(rule.keep_firing_for_ms) for rule in burns)
     draft = Timeline.constant(ALL_BAD, stop).then(NONE_BAD, longest + keep + RECOVERY_TAIL_MIN)
     cleared = {}
@@ -187,4 +187,43 @@ def zero_traffic(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     expect(group, f"count({budget} == {budget})", budget_at, one_series())
     fastest = min(burns, key=lambda r: resumed[pair(r)][1])
     states_at(ctx, group, resumed[pair(fastest)][1], [fastest], ["firing"])
+    return group
+
+
+TRICKLE_HISTORY_MIN = 60  # full traffic up to the first full hour, which the period's events count
+TRICKLE_GUARD_SHARE = 0.1  # the trickle's bad events in the long window: a tenth of what the guard asks for
+
+
+def trickle(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group | None:
+    """Traffic drops to a trickle, all of it failing: no pair pages over a negligible share of the budget.
+
+    After an hour at the usual rate, a trickle so small that the fastest pair's long window
+    holds a tenth of the bad events the traffic guard asks for. Once that window holds only
+    the trickle, its error ratio is 100% and both its windows are over the threshold (also
+    asserted, so the case cannot pass for another reason), yet nothing pends or fires.
+    """
+    objective = ctx.slo.objective
+    assert objective is not None
+    if not objective.traffic_guard:
+        return None
+    fastest = min(burns, key=lambda r: (r.burn.long_ms if r.burn else 0, r.for_ms))
+    assert fastest.burn is not None
+    long_min = minutes(fastest.burn.long_ms)
+    history_events = DEFAULT_RATE * TRICKLE_HISTORY_MIN * 60
+    allowed = objective.guard_share(fastest.burn) * objective.budget * history_events
+    rate = clean_number(TRICKLE_GUARD_SHARE * allowed / (long_min * 60))
+    end = TRICKLE_HISTORY_MIN + long_min + minutes(fastest.for_ms) + STEP_MIN  # the evaluation it would fire by
+    timeline = Timeline.constant(NONE_BAD, TRICKLE_HISTORY_MIN).then(ALL_BAD, end - TRICKLE_HISTORY_MIN, rate=rate)
+    group = Group(
+        f"{pair(fastest)} traffic guard: after an hour at {go_float(DEFAULT_RATE)}/s, a trickle of "
+        f"{go_float(rate)}/s all failing fills the {fastest.labels['long_window']} window, yet its bad events are "
+        "a tenth of the pair's share of the budget: nothing pends or fires",
+        ctx.timelines(timeline, NONE_BAD),
+        ctx.inputs,
+    )
+    nothing_until(group, end, {"alertname": fastest.name, "slo": ctx.slo.name})
+    theta = go_float(ctx.threshold(fastest))
+    long_ratio = series.window_ratio(ctx.slo, fastest.burn.long_ms)
+    short_ratio = series.window_ratio(ctx.slo, fastest.burn.short_ms)
+    expect(group, f"count(({long_ratio}) > {theta} and ({short_ratio}) > {theta})", end, one_series())
     return group

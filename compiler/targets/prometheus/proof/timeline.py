@@ -3,8 +3,8 @@
 A timeline holds, for each minute of a synthetic test, the SLI's value (a gauge value,
 or the share of bad events) and, for event SLIs, the event rate. ``compiler.targets.prometheus.proof.inputs``
 turns it into raw promtool input series; this module also simulates the recorded 5m
-series and the window averages built on them, so the generator can say when a short
-window clears after an incident (the only timing that is not exact by construction).
+series and the window sums built on them, so the generator can say when a short window
+clears after an incident (the only timing that is not exact by construction).
 """
 
 from __future__ import annotations
@@ -138,10 +138,15 @@ def _rates5m(samples: Sequence[float | None]) -> tuple[float | None, ...]:
 
 @dataclass(frozen=True)
 class EventSeries:
-    """The recorded per-minute bad and total series an event SLI produces for a timeline."""
+    """The recorded per-minute bad and total series an event SLI produces for a timeline.
+
+    ``stride`` is how many minutes one recorded block covers: a counter's 5m rate covers
+    five, so a window sums every fifth sample back from now; a state's unit count covers one.
+    """
 
     bad: tuple[float | None, ...]
     total: tuple[float | None, ...]
+    stride: int = RATE_WINDOW_MIN
 
     @staticmethod
     def from_counters(timeline: Timeline) -> EventSeries:
@@ -155,27 +160,28 @@ class EventSeries:
         """A state SLI: bad units and all units, sampled each minute."""
         bad = tuple(None if v is None else float(round(v * units)) for v in timeline.values)
         total = tuple(None if v is None else float(units) for v in timeline.values)
-        return EventSeries(bad, total)
+        return EventSeries(bad, total, stride=1)
 
     def window_ratio(self, window_minutes: int, minute: int) -> float | None:
-        """avg_over_time(bad[W]) / avg_over_time(total[W]) at ``minute`` (both ends included)."""
-        bad_sums, total_sums, counts = self._prefix
-        lo = max(0, minute - window_minutes)
-        if counts[minute + 1] - counts[lo] == 0:
-            return None
-        total = total_sums[minute + 1] - total_sums[lo]
-        return None if total == 0 else (bad_sums[minute + 1] - bad_sums[lo]) / total
+        """The window's bad over total events at ``minute``: its blocks summed, a missing one as no events."""
+        if self.bad[minute] is None or self.total[minute] is None:
+            return None  # the rules' blocks are anchored on the current sample
+        bad_sums, total_sums = self._prefix
+        back = minute - window_minutes
+        total = total_sums[minute] - (total_sums[back] if back >= 0 else 0.0)
+        return None if total == 0 else (bad_sums[minute] - (bad_sums[back] if back >= 0 else 0.0)) / total
 
     @cached_property
-    def _prefix(self) -> tuple[list[float], list[float], list[int]]:
-        """Running sums, so each window costs O(1) instead of O(window)."""
-        bad_sums, total_sums, counts = [0.0], [0.0], [0]
-        for bad, total in zip(self.bad, self.total, strict=True):
+    def _prefix(self) -> tuple[list[float], list[float]]:
+        """Running sums of every ``stride``-th sample, so each window costs O(1) instead of O(window)."""
+        bad_sums: list[float] = []
+        total_sums: list[float] = []
+        for minute, (bad, total) in enumerate(zip(self.bad, self.total, strict=True)):
             present = bad is not None and total is not None
-            bad_sums.append(bad_sums[-1] + (bad or 0.0 if present else 0.0))
-            total_sums.append(total_sums[-1] + (total or 0.0 if present else 0.0))
-            counts.append(counts[-1] + (1 if present else 0))
-        return bad_sums, total_sums, counts
+            before = minute - self.stride
+            bad_sums.append((bad or 0.0 if present else 0.0) + (bad_sums[before] if before >= 0 else 0.0))
+            total_sums.append((total or 0.0 if present else 0.0) + (total_sums[before] if before >= 0 else 0.0))
+        return bad_sums, total_sums
 
     def clears_at(self, window_minutes: int, threshold: float, after: int) -> int | None:
         """The first minute after ``after`` at which the window ratio is no longer above ``threshold``."""

@@ -2,8 +2,10 @@
 
 Inputs hold constant from minute 0, so the first minute a window has a point follows
 from which series it reads (``compiler.model.windows.WindowSource``, the same fact the
-rules are built from). The one timing that is not exact by construction, when a short
-window clears after an incident, is simulated on the recorded series and given a margin.
+rules are built from): every window sums non-overlapping blocks, and blocks from before the
+input count as no events, so each has its first point with the 5m rate. The one timing that
+is not exact by construction, when a short window clears after an incident, is simulated
+on the recorded series (the same blocks) and given a margin.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from compiler.model import StateSLI
-from compiler.model.windows import WindowSource, first_point_minute, minutes
+from compiler.model.windows import first_point_minute, minutes
 from compiler.targets.prometheus import AlertRule
 from compiler.targets.prometheus.proof.inputs import InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import EventSeries, Timeline
@@ -19,8 +21,6 @@ from compiler.targets.prometheus.proof.timeline import EventSeries, Timeline
 STEP_MIN = 1  # one sample and one rule evaluation per minute: "+ STEP_MIN" is the next evaluation
 INCIDENT_PAST_FIRING_MIN = 3  # an incident goes on this long after its alert fires: "firing" is seen mid-incident
 RECOVERY_SLACK_MIN = 10  # a recovery outlasts its short window by the 5m rate and a few evaluations
-RECOVERY_SLACK_HOURLY_MIN = 70  # an hourly window also waits up to an hour for the point that shows the recovery
-HOURLY_CLEAR_SLACK_MIN = 65  # hourly points step on the hour, plus the 5m rate
 CLEAR_ROUNDING_MIN = 2  # float rounding near the crossing: promtool sums the window differently
 CLAIM_MARGIN = 1e-9  # a window "still over" its threshold by less than this share is float noise, not a witness
 
@@ -46,16 +46,12 @@ def burn_times(rule: AlertRule, inputs: Inputs) -> tuple[int, int]:
 
 def recovery_minutes(short_ms: int) -> int:
     """How long a recovery (error ratio 0) runs after an incident so the short window clears."""
-    short = minutes(short_ms)
-    hourly = WindowSource.of(short_ms) is WindowSource.HOURLY
-    return short + (RECOVERY_SLACK_HOURLY_MIN if hourly else RECOVERY_SLACK_MIN)
+    return minutes(short_ms) + RECOVERY_SLACK_MIN
 
 
 def clears(inputs: Inputs, timeline: Timeline, short_ms: int, theta: float, stop: int) -> int:
     """The minute the short window's error ratio drops to the threshold after ``stop`` (upper bound)."""
     short_minutes = minutes(short_ms)
-    if WindowSource.of(short_ms) is WindowSource.HOURLY:
-        return stop + short_minutes + HOURLY_CLEAR_SLACK_MIN
     if isinstance(inputs.sli, StateSLI):
         recorded = EventSeries.from_states(timeline, inputs.units)
     else:
@@ -73,10 +69,8 @@ def long_window_holds(inputs: Inputs, timeline: Timeline, long_ms: int, theta: f
 
     Usually it does by far (a 1h window after a few minutes of outage against a threshold of a few
     percent), but a threshold near 100% errors is under the long window's share of the outage as soon as
-    the short window clears. Windows read at hourly points average the outage's hours, which it dominates.
+    the short window clears.
     """
-    if WindowSource.of(long_ms) is WindowSource.HOURLY:
-        return True
     if isinstance(inputs.sli, StateSLI):
         recorded = EventSeries.from_states(timeline, inputs.units)
         minute -= inputs.settle  # a state expression's offset or ranges delay what the window sees
