@@ -186,7 +186,7 @@ def test_found_outage_test_skips_the_long_window_claim_only_when_it_is_false(tmp
     assert code == 0
     tests = (tmp_path / "out" / "prometheus" / "tests" / "dns-errors.test.yaml").read_text(encoding="utf-8")
     outage = tests[tests.index("full outage") :].split("- name:")[0]
-    assert len(re.findall(r"count\(\(", outage)) == 4  # one per window pair of the default policy (a sum of blocks is a block scalar)
+    assert len(re.findall(r"count\(\(", outage)) == 4  # one per pair (block scalars too)
 
 
 @pytest.mark.parametrize(
