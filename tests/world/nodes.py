@@ -19,22 +19,22 @@ from tests.world.topology import Cluster, Node, World, minute_of
 Condition = Callable[[int], bool]
 
 
+def _flags(world: World, node: Node, kind: str) -> list[bool]:
+    return [world.node_fault(node, kind, minute_of(i)) is not None for i in range(world.samples)]
+
+
 def _gone(world: World, node: Node) -> Condition:
-    return lambda i: world.node_fault(node, "deleted", minute_of(i)) is not None
-
-
-def _down(world: World, node: Node) -> Condition:
-    return lambda i: world.node_fault(node, "down", minute_of(i)) is not None
+    return _flags(world, node, "deleted").__getitem__
 
 
 def _scraped(world: World, node: Node) -> Condition:
-    gone, down = _gone(world, node), _down(world, node)
-    return lambda i: not gone(i) and not down(i)
+    gone, down = _flags(world, node, "deleted"), _flags(world, node, "down")
+    return [not (g or d) for g, d in zip(gone, down, strict=True)].__getitem__
 
 
-def _up(world: World, node: Node) -> Callable[[int], float | None]:
-    gone, down = _gone(world, node), _down(world, node)
-    return lambda i: None if gone(i) else (0.0 if down(i) else 1.0)
+def _up(world: World, node: Node) -> list[float | None]:
+    gone, down = _flags(world, node, "deleted"), _flags(world, node, "down")
+    return [None if g else (0.0 if d else 1.0) for g, d in zip(gone, down, strict=True)]
 
 
 def kubelet(world: World, node: Node, stack: StackView) -> list[Series]:
@@ -43,7 +43,7 @@ def kubelet(world: World, node: Node, stack: StackView) -> list[Series]:
     base.update(namespace="kube-system", service=stack.kubelet_service, endpoint="https-metrics")
     scraped = _scraped(world, node)
     out = [
-        series("up", {**base, "metrics_path": path}, gauge(_up(world, node), count))
+        series("up", {**base, "metrics_path": path}, _up(world, node))
         for path in ("/metrics", "/metrics/cadvisor", "/metrics/probes")
     ]
     base["metrics_path"] = "/metrics"
@@ -69,7 +69,7 @@ def kubelet(world: World, node: Node, stack: StackView) -> list[Series]:
 
 
 def _pleg_hung(world: World, node: Node) -> Condition:
-    return lambda i: world.node_fault(node, "pleg-hung", minute_of(i)) is not None
+    return _flags(world, node, "pleg-hung").__getitem__
 
 
 def _pleg(world: World, node: Node, base: dict[str, str], scraped: Condition) -> list[Series]:
@@ -103,7 +103,7 @@ def node_exporter(world: World, node: Node, stack: StackView) -> list[Series]:
         pod=f"node-exporter-{zlib.crc32(node.name.encode()) % 99999:05d}", service="node-exporter", endpoint="metrics"
     )
     scraped = _scraped(world, node)
-    out = [series("up", base, gauge(_up(world, node), count))]
+    out = [series("up", base, _up(world, node))]
     devices = [("eth0", 180000.0), ("lo", 4000.0)]
     if stack.exports_veth:
         devices += [("veth3f2a9c1", 900.0), ("veth8b1d2e7", 600.0)]
@@ -170,7 +170,8 @@ def _unless_gone(world: World, node: Node, value: float) -> Callable[[int], floa
 def _ready(world: World, node: Node, status: str) -> Callable[[int], float | None]:
     """The Ready condition's series for one status: 1 while the node is in it, absent once deleted."""
     gone = _gone(world, node)
-    return lambda i: None if gone(i) else float(_ready_status(world, node, i) == status)
+    statuses = [_ready_status(world, node, i) for i in range(world.samples)]
+    return lambda i: None if gone(i) else float(statuses[i] == status)
 
 
 def _node_object(world: World, node: Node, base: dict[str, str]) -> list[Series]:

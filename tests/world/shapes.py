@@ -38,22 +38,14 @@ def histogram(
 ) -> list[Series]:
     """Bucket, count and sum series of one histogram child observed ``rate(i)`` times a second."""
     out = []
+    rates = [rate(index) for index in range(count)]
     for edge in (*edges, math.inf):
         share = share_at_or_below(shape, edge)
         le = "+Inf" if edge == math.inf else number(edge)
-        samples = counter(_share_of(rate, share), count)
-        out.append(series(f"{name}_bucket", {**labels, "le": le}, samples))
-    out.append(series(f"{name}_count", labels, counter(rate, count)))
-    out.append(series(f"{name}_sum", labels, counter(lambda i: _scaled(rate(i), mean), count)))
+        out.append(series(f"{name}_bucket", {**labels, "le": le}, counter(rates, count, factor=share)))
+    out.append(series(f"{name}_count", labels, counter(rates, count)))
+    out.append(series(f"{name}_sum", labels, counter(rates, count, factor=mean)))
     return out
-
-
-def _share_of(rate: Callable[[int], float | None], share: float) -> Callable[[int], float | None]:
-    return lambda i: _scaled(rate(i), share)
-
-
-def _scaled(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor
 
 
 # Healthy latency shapes (seconds, share at or below), from the normal ranges the specs state.

@@ -39,22 +39,20 @@ def number(value: float) -> str:
     return format(value, ".12g")
 
 
-def _close(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
-
-
 def _run(samples: Sequence[float | None], start: int) -> tuple[int, str]:
     """The longest arithmetic run from ``start``: its end and its notation."""
     first = samples[start]
     assert first is not None
-    end = start + 1
-    delta = 0.0
-    if end < len(samples) and samples[end] is not None:
-        delta = samples[end] - first  # type: ignore[operator]
+    end, delta, previous = start + 1, 0.0, first
+    following = samples[end] if end < len(samples) else None
+    if following is not None:
+        delta = following - first
+    tolerance = 1e-9 * max(1.0, abs(delta))
     while end < len(samples):
         value = samples[end]
-        if value is None or not _close(value - samples[end - 1], delta):  # type: ignore[operator]
+        if value is None or abs(value - previous - delta) > max(tolerance, 1e-12 * abs(value)):
             break
+        previous = value
         end += 1
     count = end - start
     if count == 1:
@@ -86,25 +84,26 @@ def notation(samples: Sequence[float | None]) -> str:
     return " ".join(parts)
 
 
-def counter(
-    rate: Callable[[int], float | None], count: int, start: float = 0.0, reset_after_gap: bool = True
-) -> Samples:
-    """A counter whose per-second rate at sample ``i`` is ``rate(i)`` (None: not scraped).
+Rates = Callable[[int], float | None] | Sequence[float | None]
+
+
+def counter(rate: Rates, count: int, start: float = 0.0, factor: float = 1.0) -> Samples:
+    """A counter whose per-second rate at sample ``i`` is ``factor * rate[i]`` (None: not scraped).
 
     After a gap the process has restarted (a reboot), so the counter starts again from 0.
     """
+    rates = rate if isinstance(rate, Sequence) else [rate(index) for index in range(count)]
     out: Samples = []
-    value = start
-    for index in range(count):
-        per_second = rate(index)
+    value, previous_present = start, False
+    for per_second in rates[:count]:
         if per_second is None:
             out.append(None)
-            if reset_after_gap:
-                value = 0.0
+            value, previous_present = 0.0, False
             continue
-        if index and out[-1] is not None:
-            value += per_second * STEP_S
+        if previous_present:
+            value += per_second * factor * STEP_S
         out.append(value)
+        previous_present = True
     return out
 
 

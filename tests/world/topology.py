@@ -65,6 +65,11 @@ class World:
     minutes: int
     node_faults: dict[str, tuple[Fault, ...]] = field(default_factory=dict)
     cluster_faults: dict[str, tuple[Fault, ...]] = field(default_factory=dict)
+    # Per-sample fault lookups, computed once per (node or cluster, kind): the exporters ask for
+    # every sample of every series. init=False, so dataclasses.replace starts a new cache.
+    _active: dict[tuple[str, str], tuple[Fault | None, ...]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @property
     def samples(self) -> int:
@@ -87,11 +92,21 @@ class World:
         return tuple(fault for fault in self.node_faults.get(node.name, ()) if fault.kind == kind)
 
     def node_fault(self, node: Node, kind: str, minute: float) -> Fault | None:
-        return next((fault for fault in self.faults(node, kind) if fault.active(minute)), None)
+        return self._timeline(node.name, kind, self.node_faults)[int(minute * 2)]
 
     def cluster_fault(self, cluster: str, kind: str, minute: float) -> Fault | None:
-        faults = self.cluster_faults.get(cluster, ())
-        return next((fault for fault in faults if fault.kind == kind and fault.active(minute)), None)
+        return self._timeline(cluster, kind, self.cluster_faults)[int(minute * 2)]
+
+    def _timeline(self, key: str, kind: str, faults: dict[str, tuple[Fault, ...]]) -> tuple[Fault | None, ...]:
+        """The fault of ``kind`` active at each sample (30 s apart) for one node or cluster."""
+        cached = self._active.get((key, kind))
+        if cached is None:
+            mine = [fault for fault in faults.get(key, ()) if fault.kind == kind]
+            cached = tuple(
+                next((fault for fault in mine if fault.active(sample / 2)), None) for sample in range(self.samples)
+            )
+            self._active[(key, kind)] = cached
+        return cached
 
     def with_node_faults(self, faults: dict[str, tuple[Fault, ...]]) -> World:
         merged = dict(self.node_faults)
