@@ -11,7 +11,7 @@ yet; those tests are skipped with that reason until the feature is merged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from tests.world.dataset import Expectations, Fires
 from tests.world.topology import PROD_EAST, PROD_WEST, Fault, World
@@ -215,6 +215,3 @@ BAD_NIC = Incident(
 
 INCIDENTS = (HUNG_PLEG, APISERVER_5XX, POOL_20PCT_NOTREADY, POOL_DELETED, ONE_NOTREADY_IN_SMALL_POOL, BAD_NIC)
 
-
-def longer(incident: Incident, minutes: int) -> Incident:
-    return replace(incident, world=replace(incident.world, minutes=minutes))
