@@ -17,7 +17,9 @@ from tests.world.dataset import Expectations, Fires
 from tests.world.topology import PROD_EAST, PROD_WEST, Fault, World
 
 START = 60
-MINUTES = 150
+# Each data set runs 30 minutes past its deadline (the page check covers every minute of it),
+# so the incidents cost what their deadline needs, not the longest one's.
+AFTER_DEADLINE = 30
 
 
 @dataclass(frozen=True)
@@ -29,8 +31,8 @@ class Incident:
     missing: str | None = None
 
 
-def _base() -> World:
-    return World(clusters=(PROD_EAST, PROD_WEST), minutes=MINUTES)
+def _base(deadline: int) -> World:
+    return World(clusters=(PROD_EAST, PROD_WEST), minutes=deadline + AFTER_DEADLINE)
 
 
 def _node(pool: str, zone: str, number: int) -> str:
@@ -48,7 +50,7 @@ HUNG_PLEG = Incident(
     "hung-pleg",
     "The container runtime hangs on one GPU node: PLEG stops relisting, its timestamp freezes, the "
     "relist histogram gets no observations (a p99 over it is NaN) and the kubelet reports NotReady after 3m.",
-    _base().with_node_faults({HUNG_PLEG_NODE: (Fault("pleg-hung", START),)}),
+    _base(START + 6).with_node_faults({HUNG_PLEG_NODE: (Fault("pleg-hung", START),)}),
     Expectations(
         quiet_from=0,
         fires=(
@@ -76,7 +78,7 @@ APISERVER_5XX = Incident(
     "apiserver-5xx-5pct",
     "Every apiserver of prod-east answers 5% of all requests (reads and writes) with 500 from START: "
     "a 5x burn of a 99% objective. The 500 series appear at the first failure, as the CounterVec creates them.",
-    _base().with_cluster_faults({"prod-east": (Fault("apiserver-5xx", START, ratio=0.05),)}),
+    _base(START + 15).with_cluster_faults({"prod-east": (Fault("apiserver-5xx", START, ratio=0.05),)}),
     Expectations(
         quiet_from=0,
         fires=(Fires("platform-apiserver", START + 15, severity="page", matchers=(("cluster", "prod-east"),)),),
@@ -103,7 +105,7 @@ _RACK = [_node("gpu-train", "a", n) for n in range(10, 15)] + [_node("gpu-train"
 POOL_20PCT_NOTREADY = Incident(
     "pool-20pct-notready",
     "20% of prod-east's gpu-train pool (7 of 36 nodes) becomes unreachable: scrapes fail, Ready unknown.",
-    _base().with_node_faults({name: (Fault("down", START),) for name in _RACK}),
+    _base(START + 6).with_node_faults({name: (Fault("down", START),) for name in _RACK}),
     Expectations(
         quiet_from=0,
         fires=tuple(
@@ -136,7 +138,7 @@ POOL_DELETED = Incident(
     "pool-deleted",
     "Every node of prod-east's 10-node infra pool is deleted (a scale-to-zero by mistake): the Node objects, "
     "their kube-state-metrics series and their kubelet and node-exporter targets are gone.",
-    _base().with_node_faults({name: (Fault("deleted", START),) for name in _INFRA}),
+    _base(START + 30).with_node_faults({name: (Fault("deleted", START),) for name in _INFRA}),
     Expectations(
         quiet_from=0,
         fires=(Fires("platform-nodes", START + 30, matchers=(("cluster", "prod-east"), ("label_node_pool", "infra"))),),
@@ -155,7 +157,7 @@ ONE_NOTREADY_IN_SMALL_POOL = Incident(
     "one-notready-in-10-node-pool",
     "One node of prod-east's 10-node infra pool reports NotReady and stays so: one node's problem, a ticket "
     "for its owner (per-node readiness), never a page for the pool.",
-    _base().with_node_faults({ONE_NOTREADY_NODE: (Fault("notready", START),)}),
+    _base(START + 20).with_node_faults({ONE_NOTREADY_NODE: (Fault("notready", START),)}),
     Expectations(
         quiet_from=0,
         fires=(
@@ -183,7 +185,7 @@ BAD_NIC = Incident(
     "bad-nic",
     "One GPU node's eth0 optic fails: 1% of its received packets are errored (node-mixin's "
     "NodeNetworkReceiveErrs level), 6.7e-7 of the cluster's packets.",
-    _base().with_node_faults({BAD_NIC_NODE: (Fault("nic-errors", START, ratio=0.01),)}),
+    _base(START + 75).with_node_faults({BAD_NIC_NODE: (Fault("nic-errors", START, ratio=0.01),)}),
     Expectations(
         quiet_from=0,
         fires=(
@@ -214,4 +216,3 @@ BAD_NIC = Incident(
 )
 
 INCIDENTS = (HUNG_PLEG, APISERVER_5XX, POOL_20PCT_NOTREADY, POOL_DELETED, ONE_NOTREADY_IN_SMALL_POOL, BAD_NIC)
-
