@@ -1,0 +1,154 @@
+"""A data set: the world's series plus what must (and must not) happen, as a promtool test file.
+
+Every assertion reads ``ALERTS``, the series the rule engine writes for each pending and firing
+alert, so "nothing fires or is pending" is one query per window and needs no list of alert
+names: an alert added to the library later is covered the day it is generated.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.world import control_plane, nodes
+from tests.world.stack import StackView
+from tests.world.timeline import Series, notation
+from tests.world.topology import World
+
+# ALERTS is read in windows this long: a window of every minute's samples, small enough that
+# a storm of per-node alerts stays under promtool's 10,000-sample limit per query.
+WINDOW_MIN = 30
+
+
+def every_series(world: World, stack: StackView) -> list[Series]:
+    """The whole world as one stack scrapes it."""
+    out: list[Series] = []
+    for cluster in world.clusters:
+        for exporter in (control_plane.apiserver, control_plane.etcd, control_plane.scheduler, control_plane.coredns):
+            out += exporter(world, cluster, stack)
+        out += nodes.kube_state_metrics(world, cluster, stack)
+        for node in world.nodes(cluster):
+            out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
+    return out
+
+
+@dataclass(frozen=True)
+class Fires:
+    """An alert that must be firing at ``by_minute`` for ``team``, on the slice ``matchers`` name.
+
+    ``alertname`` None accepts any name: the incidents that wait for a feature still being built
+    (per-unit tickets, vanished slices) assert the team, severity and slice, not a name.
+    ``alternatives`` are extra matcher sets of which one must hold (node-exporter's ``instance``
+    is an address on one stack and the node name on the other; a joined alert carries ``node``).
+    """
+
+    team: str
+    by_minute: int
+    alertname: str | None = None
+    severity: str | None = None
+    matchers: tuple[tuple[str, str], ...] = ()
+    alternatives: tuple[tuple[tuple[str, str], ...], ...] = ((),)
+
+    def selector(self) -> str:
+        common = {"alertstate": "firing", "team": self.team, **dict(self.matchers)}
+        if self.alertname:
+            common["alertname"] = self.alertname
+        if self.severity:
+            common["severity"] = self.severity
+        parts = []
+        for extra in self.alternatives:
+            labels = {**common, **dict(extra)}
+            parts.append("ALERTS{" + ",".join(f'{key}="{value}"' for key, value in labels.items()) + "}")
+        return " or ".join(parts)
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """What a data set asserts about ALERTS between ``quiet_from`` and the end of the data."""
+
+    quiet_from: int  # minutes of warm-up not judged by the quiet check
+    quiet_except: tuple[str, ...] = ()  # slo values the quiet check leaves out (known failures)
+    fires: tuple[Fires, ...] = ()
+    pages_only: tuple[str, ...] | None = None  # when set: no page except ALERTS matching these selectors
+    raising: tuple[str, ...] = field(default=())  # slo values that must raise something (keeps lists honest)
+    premises: tuple[tuple[str, int, float], ...] = ()  # (raw-series expr, minute, value): the data is what it claims
+
+
+def _windows(start: int, end: int) -> list[int]:
+    """Window end times covering (start, end] in WINDOW_MIN steps."""
+    return [*list(range(start + WINDOW_MIN, end, WINDOW_MIN)), end]
+
+
+def _quiet_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
+    if expect.pages_only is not None:
+        return []
+    skip = f',slo!~"{"|".join(expect.quiet_except)}"' if expect.quiet_except else ""
+    tests: list[dict[str, object]] = []
+    previous = expect.quiet_from
+    for end in _windows(expect.quiet_from, world.minutes):
+        expr = f'max_over_time(ALERTS{{alertstate=~"pending|firing"{skip}}}[{end - previous}m])'
+        tests.append({"expr": expr, "eval_time": f"{end}m", "exp_samples": []})
+        previous = end
+    return tests
+
+
+def _page_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
+    if expect.pages_only is None:
+        return []
+    tests: list[dict[str, object]] = []
+    previous = 0
+    for end in _windows(0, world.minutes):
+        window = f"[{end - previous}m]"
+        expr = f'max_over_time(ALERTS{{severity="page",shadow!="true"}}{window})'
+        for allowed in expect.pages_only:
+            expr += f" unless max_over_time({allowed}{window})"
+        tests.append({"expr": expr, "eval_time": f"{end}m", "exp_samples": []})
+        previous = end
+    return tests
+
+
+def _fires_tests(expect: Expectations) -> list[dict[str, object]]:
+    return [
+        {
+            "expr": f"clamp_max(count({fires.selector()}), 1)",
+            "eval_time": f"{fires.by_minute}m",
+            "exp_samples": [{"labels": "{}", "value": 1}],
+        }
+        for fires in expect.fires
+    ]
+
+
+def _raising_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
+    if not expect.raising:
+        return []
+    span = world.minutes - expect.quiet_from
+    expr = f'group by (slo) (max_over_time(ALERTS{{slo=~"{"|".join(expect.raising)}"}}[{span}m:1m]))'
+    samples = [{"labels": f'{{slo="{slo}"}}', "value": 1} for slo in sorted(expect.raising)]
+    return [{"expr": expr, "eval_time": f"{world.minutes}m", "exp_samples": samples}]
+
+
+def _premise_tests(expect: Expectations) -> list[dict[str, object]]:
+    return [
+        {"expr": expr, "eval_time": f"{minute}m", "exp_samples": [{"labels": "{}", "value": value}]}
+        for expr, minute, value in expect.premises
+    ]
+
+
+def write_test(path: Path, rule_files: list[Path], world: World, stack: StackView, expect: Expectations) -> int:
+    """Write the promtool test file (JSON is YAML); return how many input series it holds."""
+    inputs = [{"series": item.selector(), "values": notation(item.samples)} for item in every_series(world, stack)]
+    checks = (
+        _quiet_tests(world, expect)
+        + _page_tests(world, expect)
+        + _fires_tests(expect)
+        + _raising_tests(world, expect)
+        + _premise_tests(expect)
+    )
+    document = {
+        "rule_files": [str(rule) for rule in rule_files],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "30s", "input_series": inputs, "promql_expr_test": checks}],
+    }
+    path.write_text(json.dumps(document, indent=0), encoding="utf-8")
+    return len(inputs)

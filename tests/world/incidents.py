@@ -1,0 +1,218 @@
+"""Incident data sets: the healthy world plus one fault, and who must hear about it, by when.
+
+Each starts from two healthy clusters and breaks one thing at ``START`` (minute 60, after a
+full hour of healthy history, so every 1h window is warm). Each asserts which alert fires
+for which team (the ``team`` label) on which slice by which minute, and that nothing else
+pages (severity page, not shadow) at any minute of the data set.
+
+``missing`` names the feature an incident waits for when the library on main cannot pass it
+yet; those tests are skipped with that reason until the feature is merged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tests.world.dataset import Expectations, Fires
+from tests.world.topology import PROD_EAST, PROD_WEST, Fault, World
+
+START = 60
+# Each data set runs 30 minutes past its deadline (the page check covers every minute of it),
+# so the incidents cost what their deadline needs, not the longest one's.
+AFTER_DEADLINE = 30
+
+
+@dataclass(frozen=True)
+class Incident:
+    name: str
+    description: str
+    world: World
+    expect: Expectations
+    missing: str | None = None
+
+
+def _base(deadline: int) -> World:
+    return World(clusters=(PROD_EAST, PROD_WEST), minutes=deadline + AFTER_DEADLINE)
+
+
+def _node(pool: str, zone: str, number: int) -> str:
+    return f"prod-east-{pool}-{zone}-{number:02d}"
+
+
+def _pages_only(*selectors: str) -> tuple[str, ...]:
+    return selectors
+
+
+HUNG_PLEG_NODE = _node("gpu-train", "a", 7)
+# The timestamp freezes at START: its age passes 180 s after START+3m, the first evaluation
+# above it is START+4m (pending), and `for: 2m` makes it fire at START+6m.
+HUNG_PLEG = Incident(
+    "hung-pleg",
+    "The container runtime hangs on one GPU node: PLEG stops relisting, its timestamp freezes, the "
+    "relist histogram gets no observations (a p99 over it is NaN) and the kubelet reports NotReady after 3m.",
+    _base(START + 6).with_node_faults({HUNG_PLEG_NODE: (Fault("pleg-hung", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 6,
+                alertname="KubeletPlegStaleAboveNormalRange",
+                matchers=(("cluster", "prod-east"), ("node", HUNG_PLEG_NODE)),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            (f'time() - max(kubelet_pleg_last_seen_seconds{{node="{HUNG_PLEG_NODE}"}})', START + 10, 600),
+            (f'sum(rate(kubelet_pleg_relist_duration_seconds_count{{node="{HUNG_PLEG_NODE}"}}[5m]))', START + 10, 0),
+            (
+                f'max(kube_node_status_condition{{node="{HUNG_PLEG_NODE}",condition="Ready",status="false"}})',
+                START + 4,
+                1,
+            ),
+        ),
+    ),
+)
+
+APISERVER_5XX = Incident(
+    "apiserver-5xx-5pct",
+    "Every apiserver of prod-east answers 5% of all requests (reads and writes) with 500 from START: "
+    "a 5x burn of a 99% objective. The 500 series appear at the first failure, as the CounterVec creates them.",
+    _base(START + 15).with_cluster_faults({"prod-east": (Fault("apiserver-5xx", START, ratio=0.05),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(Fires("platform-apiserver", START + 15, severity="page", matchers=(("cluster", "prod-east"),)),),
+        pages_only=_pages_only('ALERTS{team="platform-apiserver",cluster="prod-east"}'),
+        premises=(
+            (
+                'round(sum(rate(apiserver_request_total{cluster="prod-east",code=~"5.."}[5m]))'
+                ' / sum(rate(apiserver_request_total{cluster="prod-east"}[5m])), 0.0001)',
+                START + 10,
+                0.05,
+            ),
+        ),
+    ),
+    missing=(
+        "an apiserver availability objective that pages at 5% 5xx: the read and write latency SLOs (99%, "
+        "the mixin's burn pairs) page at 14.4% (1h/5m) and 6% (6h/30m), so 5% only tickets (AboveNormalRange, "
+        "1d/2h after most of a day)"
+    ),
+)
+
+# A top-of-rack switch fails: 7 of the pool's 36 nodes (20%) become unreachable, five in zone a
+# (5/24) and two in zone b (2/12). The critical range (over 5% for 5m) pages per pool and zone.
+_RACK = [_node("gpu-train", "a", n) for n in range(10, 15)] + [_node("gpu-train", "b", n) for n in (3, 4)]
+POOL_20PCT_NOTREADY = Incident(
+    "pool-20pct-notready",
+    "20% of prod-east's gpu-train pool (7 of 36 nodes) becomes unreachable: scrapes fail, Ready unknown.",
+    _base(START + 6).with_node_faults({name: (Fault("down", START),) for name in _RACK}),
+    Expectations(
+        quiet_from=0,
+        fires=tuple(
+            Fires(
+                "platform-nodes",
+                START + 6,
+                alertname="NodeReadinessAboveCriticalRange",
+                matchers=(
+                    ("cluster", "prod-east"),
+                    ("label_node_pool", "gpu-train"),
+                    ("label_topology_kubernetes_io_zone", zone),
+                ),
+            )
+            for zone in ("us-east-1a", "us-east-1b")
+        ),
+        pages_only=_pages_only('ALERTS{slo="node-readiness",cluster="prod-east",label_node_pool="gpu-train"}'),
+        premises=(
+            (
+                'count(kube_node_status_condition{cluster="prod-east",condition="Ready",status="unknown"} == 1)',
+                START + 2,
+                7,
+            ),
+            ('count(up{cluster="prod-east",job="kubelet",metrics_path="/metrics"} == 0)', START + 2, 7),
+        ),
+    ),
+)
+
+_INFRA = [_node("infra", "a", n) for n in range(10)]
+POOL_DELETED = Incident(
+    "pool-deleted",
+    "Every node of prod-east's 10-node infra pool is deleted (a scale-to-zero by mistake): the Node objects, "
+    "their kube-state-metrics series and their kubelet and node-exporter targets are gone.",
+    _base(START + 30).with_node_faults({name: (Fault("deleted", START),) for name in _INFRA}),
+    Expectations(
+        quiet_from=0,
+        fires=(Fires("platform-nodes", START + 30, matchers=(("cluster", "prod-east"), ("label_node_pool", "infra"))),),
+        pages_only=_pages_only('ALERTS{team="platform-nodes",cluster="prod-east",label_node_pool="infra"}'),
+        premises=(
+            ('count(kube_node_labels{cluster="prod-east",label_node_pool="infra"})', START - 1, 10),
+            ('count(kube_node_labels{label_node_pool="infra"}) or vector(0)', START + 10, 0),
+            ('count(up{cluster="prod-east",job="kubelet",metrics_path="/metrics"})', START + 10, 36),
+        ),
+    ),
+    missing="vanished-slice alerts: a node-readiness slice whose nodes disappear has no series, so nothing fires",
+)
+
+ONE_NOTREADY_NODE = _node("infra", "a", 4)
+ONE_NOTREADY_IN_SMALL_POOL = Incident(
+    "one-notready-in-10-node-pool",
+    "One node of prod-east's 10-node infra pool reports NotReady and stays so: one node's problem, a ticket "
+    "for its owner (per-node readiness), never a page for the pool.",
+    _base(START + 20).with_node_faults({ONE_NOTREADY_NODE: (Fault("notready", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 20,
+                alertname="NodeReadinessFlappingAboveNormalRange",
+                matchers=(("cluster", "prod-east"), ("node", ONE_NOTREADY_NODE)),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            ('sum(kube_node_status_condition{cluster="prod-east",condition="Ready",status="false"})', START + 1, 1),
+        ),
+    ),
+    missing=(
+        "K-units pages (fleet signals): node-readiness judges the share of a pool and zone with no minimum "
+        "count, so one node of ten is 10%, over the 5% critical range, and pages"
+    ),
+)
+
+BAD_NIC_NODE = _node("gpu-train", "a", 11)
+_NIC_INSTANCES = f"10.1.1.21:9100|{BAD_NIC_NODE}"  # node-exporter's instance on either stack
+BAD_NIC = Incident(
+    "bad-nic",
+    "One GPU node's eth0 optic fails: 1% of its received packets are errored (node-mixin's "
+    "NodeNetworkReceiveErrs level), 6.7e-7 of the cluster's packets.",
+    _base(START + 75).with_node_faults({BAD_NIC_NODE: (Fault("nic-errors", START, ratio=0.01),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-network",
+                START + 75,
+                severity="ticket",
+                matchers=(("cluster", "prod-east"),),
+                alternatives=(
+                    (("node", BAD_NIC_NODE),),
+                    (("instance", BAD_NIC_NODE),),
+                    (("instance", "10.1.1.21:9100"),),
+                ),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            (
+                f'round(sum(rate(node_network_receive_errs_total{{device="eth0",instance=~"{_NIC_INSTANCES}"}}[5m]))'
+                f' / sum(rate(node_network_receive_packets_total{{device="eth0",instance=~"{_NIC_INSTANCES}"}}[5m])),'
+                " 0.0001)",
+                START + 10,
+                0.01,
+            ),
+        ),
+    ),
+    missing="per-unit tickets (fleet signals): nic-error-budget sums the cluster, where one node's 1% is 6.7e-7",
+)
+
+INCIDENTS = (HUNG_PLEG, APISERVER_5XX, POOL_20PCT_NOTREADY, POOL_DELETED, ONE_NOTREADY_IN_SMALL_POOL, BAD_NIC)

@@ -1,0 +1,75 @@
+"""Compile the shipped library for a scrape profile in a temp copy, and run promtool on a data set."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.world.dataset import Expectations, write_test
+from tests.world.stack import STACKS
+from tests.world.topology import World
+
+REPO = Path(__file__).resolve().parents[2]
+LIBRARY = REPO / "slo_specs"
+PROFILE_LINE = re.compile(r"^scrape_profile:\n  stack: [a-z-]+\n", re.MULTILINE)
+
+
+def compile_library(out: Path, stack: str, leave_out: tuple[str, ...] = ()) -> list[Path]:
+    """The library's rule files on ``stack``: project.yaml's scrape_profile switched in a copy.
+
+    ``leave_out`` names spec files (relative to slo_specs/) the compiler refuses on this
+    stack; the rest must compile cleanly.
+    """
+    specs = out / "slo_specs"
+    shutil.copytree(LIBRARY, specs)
+    project = specs / "project.yaml"
+    text, replaced = PROFILE_LINE.subn(f"scrape_profile:\n  stack: {stack}\n", project.read_text(encoding="utf-8"))
+    assert replaced == 1, "slo_specs/project.yaml no longer sets scrape_profile.stack on two lines"
+    project.write_text(text, encoding="utf-8")
+    for name in leave_out:
+        (specs / name).unlink()
+    generated = out / "generated"
+    result = subprocess.run(
+        [sys.executable, "-m", "compiler", "generate", "--specs", str(specs), "--out", str(generated)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return sorted((generated / "prometheus" / "rules").glob("*.rules.yaml"))
+
+
+@dataclass(frozen=True)
+class Run:
+    ok: bool
+    output: str
+    seconds: float
+    series: int
+
+
+def run(directory: Path, rule_files: list[Path], world: World, stack: str, expect: Expectations) -> Run:
+    """Write the data set next to the rules and let promtool judge it."""
+    test = directory / "world.test.json"
+    series = write_test(test, rule_files, world, STACKS[stack], expect)
+    started = time.monotonic()
+    result = subprocess.run(
+        ["promtool", "test", "rules", test.name],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    return Run(result.returncode == 0, _trim(result.stdout + result.stderr), seconds, series)
+
+
+def _trim(output: str, limit: int = 6000) -> str:
+    return output if len(output) <= limit else output[:limit] + f"\n... ({len(output) - limit} more characters)"
