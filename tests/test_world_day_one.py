@@ -37,8 +37,22 @@ REFUSED: dict[str, dict[str, str]] = {
 }
 
 # Specs that still raise an alert (pending counts) on day one, per stack, and why.
+# Specs added or rewritten after the data set was built read series it does not write yet, so
+# they raise their no-data alerts; issue 13 (the whole library on day one) extends the data.
+NOT_MODELLED = "the day-one data set writes none of the series it reads yet, so its no-data alert fires"
+
 DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
     "kube-prometheus-stack": {
+        "apiserver-concurrency-saturation": NOT_MODELLED,
+        "apiserver-client-cert-expiration": NOT_MODELLED,
+        "daemonset-pods-unavailable": NOT_MODELLED,
+        "coredns-upstreams-unreachable": NOT_MODELLED,
+        "coredns-forward-errors": NOT_MODELLED,
+        "client-request-errors": NOT_MODELLED,
+        "aggregated-api-availability": NOT_MODELLED,
+        "watch-event-bytes": NOT_MODELLED,
+        "pod-sandbox-latency": NOT_MODELLED,
+        "platform-agent-cpu-throttling": NOT_MODELLED,
         "node-readiness": (
             "the share of NotReady nodes per pool and zone has no minimum count: one rebooting node of a 24-node "
             "zone is 4.2%, over the 1% normal range, so AboveNormalRange pends for the 5 minutes of the reboot "
@@ -50,6 +64,16 @@ DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
         ),
     },
     "kube-prometheus": {
+        "apiserver-concurrency-saturation": NOT_MODELLED,
+        "apiserver-client-cert-expiration": NOT_MODELLED,
+        "daemonset-pods-unavailable": NOT_MODELLED,
+        "coredns-upstreams-unreachable": NOT_MODELLED,
+        "coredns-forward-errors": NOT_MODELLED,
+        "client-request-errors": NOT_MODELLED,
+        "aggregated-api-availability": NOT_MODELLED,
+        "watch-event-bytes": NOT_MODELLED,
+        "pod-sandbox-latency": NOT_MODELLED,
+        "platform-agent-cpu-throttling": NOT_MODELLED,
         "node-readiness": "as on kube-prometheus-stack",
         "node-readiness-flapping": "as on kube-prometheus-stack",
         "etcd-db-quota": (
