@@ -61,4 +61,6 @@ KNOWN_BUCKETS: dict[str, tuple[float, ...]] = {
     + tuple(float(edge) for edge in range(60, 120, 5))
     + tuple(float(edge) for edge in range(120, 301, 30)),
     "kubeproxy_sync_proxy_rules_duration_seconds": _exponential(0.001, 2, 15),
+    # etcd peer round trips (etcd v3.5 server/etcdserver/api/rafthttp/metrics.go: ExponentialBuckets(0.0001, 2, 16)).
+    "etcd_network_peer_round_trip_time_seconds": _exponential(0.0001, 2, 16),
 }
