@@ -56,10 +56,14 @@ KNOWN_BUCKETS: dict[str, tuple[float, ...]] = {
     "workqueue_work_duration_seconds": _exponential(10e-9, 10, 10),
     # kube-proxy (kubernetes pkg/proxy/metrics/metrics.go): merge() starts from a 0 edge, then 0.25 and
     # 0.5, 1..59 s by 1, 60..115 s by 5, 120..300 s by 30.
-    "kubeproxy_network_programming_duration_seconds": (0.0, 0.25, 0.5)
-    + tuple(float(edge) for edge in range(1, 60))
-    + tuple(float(edge) for edge in range(60, 120, 5))
-    + tuple(float(edge) for edge in range(120, 301, 30)),
+    "kubeproxy_network_programming_duration_seconds": (
+        0.0,
+        0.25,
+        0.5,
+        *(float(edge) for edge in range(1, 60)),
+        *(float(edge) for edge in range(60, 120, 5)),
+        *(float(edge) for edge in range(120, 301, 30)),
+    ),
     "kubeproxy_sync_proxy_rules_duration_seconds": _exponential(0.001, 2, 15),
     # etcd peer round trips (etcd v3.5 server/etcdserver/api/rafthttp/metrics.go: ExponentialBuckets(0.0001, 2, 16)).
     "etcd_network_peer_round_trip_time_seconds": _exponential(0.0001, 2, 16),
