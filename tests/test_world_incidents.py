@@ -20,16 +20,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.test_world_day_one import DAY_ONE_FAILURES, NOT_MODELLED
 from tests.world import promtool
 from tests.world.dataset import Expectations
 from tests.world.incidents import INCIDENTS, Incident
 
 STACK = "kube-prometheus-stack"
+# Specs whose series the data set does not write yet raise their no-data alerts (pages, for the
+# availability specs) in every incident; their rules are left out, as day one lists them.
+UNMODELLED = frozenset(name for name, why in DAY_ONE_FAILURES[STACK].items() if why == NOT_MODELLED)
 
 
 @pytest.fixture(scope="module")
 def rules(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    return promtool.compile_library(tmp_path_factory.mktemp("library"), STACK)
+    compiled = promtool.compile_library(tmp_path_factory.mktemp("library"), STACK)
+    return [path for path in compiled if path.name.removesuffix(".rules.yaml") not in UNMODELLED]
 
 
 WAITING = [incident for incident in INCIDENTS if incident.missing]

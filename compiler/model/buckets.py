@@ -48,4 +48,23 @@ KNOWN_BUCKETS: dict[str, tuple[float, ...]] = {
     # etcd server histograms (etcd v3.5: prometheus.ExponentialBuckets(0.001, 2, 14)).
     "etcd_disk_wal_fsync_duration_seconds": _exponential(0.001, 2, 14),
     "etcd_disk_backend_commit_duration_seconds": _exponential(0.001, 2, 14),
+    # Admission webhooks (k8s.io/apiserver pkg/admission/metrics/metrics.go, STABLE, v0.28.0 and v0.31.0).
+    "apiserver_admission_webhook_admission_duration_seconds": _edges("0.005 0.025 0.1 0.5 1 2.5 10 25"),
+    # Controller work queues (k8s.io/component-base metrics/prometheus/workqueue, v0.28.0 and v0.31.0:
+    # ExponentialBuckets(10e-9, 10, 10), 10 ns to 10 s).
+    "workqueue_queue_duration_seconds": _exponential(10e-9, 10, 10),
+    "workqueue_work_duration_seconds": _exponential(10e-9, 10, 10),
+    # kube-proxy (kubernetes pkg/proxy/metrics/metrics.go): merge() starts from a 0 edge, then 0.25 and
+    # 0.5, 1..59 s by 1, 60..115 s by 5, 120..300 s by 30.
+    "kubeproxy_network_programming_duration_seconds": (
+        0.0,
+        0.25,
+        0.5,
+        *(float(edge) for edge in range(1, 60)),
+        *(float(edge) for edge in range(60, 120, 5)),
+        *(float(edge) for edge in range(120, 301, 30)),
+    ),
+    "kubeproxy_sync_proxy_rules_duration_seconds": _exponential(0.001, 2, 15),
+    # etcd peer round trips (etcd v3.5 server/etcdserver/api/rafthttp/metrics.go: ExponentialBuckets(0.0001, 2, 16)).
+    "etcd_network_peer_round_trip_time_seconds": _exponential(0.0001, 2, 16),
 }

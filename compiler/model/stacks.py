@@ -72,19 +72,21 @@ _DROPPING_HISTOGRAMS = (
 # selects the kube-dns Service (jobLabel app.kubernetes.io/name, which it lacks, so its name): job="kube-dns".
 # kube-prometheus-stack: CoreDNS is job="coredns" (templates/exporters/core-dns/service.yaml:8, jobLabel coredns);
 # apiserver, kubelet, node-exporter, kube-state-metrics, kube-scheduler as kube-prometheus (library review).
-# NOT VERIFIED (the docs do not say): etcd on both (kube-prometheus scrapes no etcd by default; the chart's
-# etcd Service is believed to give job="kube-etcd"), and kube-controller-manager and kube-proxy on
-# kube-prometheus-stack. Override them in project.yaml scrape_profile.components when they differ.
+# kube-prometheus-stack 88.5.3: the etcd, kube-controller-manager and kube-proxy Services are labelled
+# jobLabel: kube-etcd / kube-controller-manager / kube-proxy (templates/exporters/<component>/service.yaml)
+# and their ServiceMonitors take the job from that label (values.yaml serviceMonitor.jobLabel: jobLabel).
+# NOT VERIFIED: etcd on kube-prometheus (it scrapes no etcd by default). Override them in project.yaml
+# scrape_profile.components when they differ.
 _COMMON_JOBS = {
     "apiserver": "apiserver",
     "kubelet": "kubelet",
     "node-exporter": "node-exporter",
     "kube-state-metrics": "kube-state-metrics",
     "kube-scheduler": "kube-scheduler",
-    "kube-controller-manager": "kube-controller-manager",  # not verified on kube-prometheus-stack
-    "kube-proxy": "kube-proxy",  # not verified on kube-prometheus-stack
+    "kube-controller-manager": "kube-controller-manager",
+    "kube-proxy": "kube-proxy",
 }
-_KPS_JOBS = {**_COMMON_JOBS, "coredns": "coredns", "etcd": "kube-etcd"}  # etcd: not verified
+_KPS_JOBS = {**_COMMON_JOBS, "coredns": "coredns", "etcd": "kube-etcd"}
 _KP_JOBS = {**_COMMON_JOBS, "coredns": "kube-dns", "etcd": "etcd"}  # etcd: not verified
 
 
