@@ -8,6 +8,7 @@ never by searching the raw text for what the generator meant to write.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import shutil
 from pathlib import Path
@@ -387,7 +388,8 @@ def test_hostile_text_keeps_the_thresholds_table_shape(hostile_pair: tuple[Model
     rows = table_after(MARKDOWN.parse(text), "Thresholds")
     assert len(rows) == 1 + len(prometheus.alert_rules(model, plan_spec(model.slos[0])))
     assert {len(row) for row in rows} == {THRESHOLD_COLUMNS}
-    table_lines = [line for line in text.split("\n") if line.startswith("| ")]
+    after_heading = text.split("## Thresholds\n", 1)[1].lstrip("\n").split("\n")
+    table_lines = list(itertools.takewhile(lambda line: line.startswith("| "), after_heading))
     assert len(table_lines) == len(rows) + 1  # the delimiter row; no row was split over lines
     for line in table_lines:  # markdown-it drops surplus cells silently: count the separators
         assert len(re.findall(r"(?<!\\)\|", line)) == THRESHOLD_COLUMNS + 1, line
