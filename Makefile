@@ -11,7 +11,8 @@ DEV := $(VENV)/.installed-dev
 PY := $(BIN)/python
 PIP := $(BIN)/pip --quiet --disable-pip-version-check
 CLI := $(PY) -m compiler
-DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager
+DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver
+DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver
 
 .PHONY: help venv generate validate check diff test lint typecheck promtool-check tools bench clean
 
@@ -48,14 +49,14 @@ check: $(RUNTIME) ## fail when generated/ is not what slo_specs/ compiles to
 diff: $(RUNTIME) ## review the spec change against the merge base with main (DIFF_ARGS="--base REF --format markdown")
 	$(CLI) diff $(DIFF_ARGS)
 
-tools: ## install promtool, amtool, prometheus and alertmanager from Debian when missing
+tools: ## install promtool, amtool, prometheus, alertmanager and Chromium (catalog tests) from Debian when missing
 	@missing=""; for tool in $(DEBIAN_TOOLS); do command -v $$tool >/dev/null || missing="$$missing $$tool"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing Debian packages prometheus and prometheus-alertmanager (missing:$$missing)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus prometheus-alertmanager >/dev/null; \
+	    echo "installing Debian packages $(DEBIAN_PACKAGES) (missing:$$missing)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(DEBIAN_PACKAGES) >/dev/null; \
 	  else \
-	    echo "missing:$$missing. Install them with: sudo apt-get install prometheus prometheus-alertmanager" >&2; exit 1; \
+	    echo "missing:$$missing. Install them with: sudo apt-get install $(DEBIAN_PACKAGES)" >&2; exit 1; \
 	  fi; \
 	fi
 

@@ -150,3 +150,23 @@ def first_hourly_point_minute(first_minute: int) -> int:
 def minutes(ms: int) -> int:
     """Whole minutes, rounded up: a ``for`` of 30s still needs the next one-minute evaluation."""
     return math.ceil(ms / MINUTE)
+
+
+# Alert-quality figures (the SRE workbook's detection and reset times). A pair fires when both
+# windows exceed the threshold; after a step from no errors to ``error_ratio`` a window of
+# length w holds ``error_ratio x t / w`` at time t < w, so the long window, the slower one,
+# crosses at ``long x threshold / error_ratio``. After a burn that lasted the long window
+# stops, the short window's ratio falls as its failing minutes age out and drops to the
+# threshold after ``short x (1 - threshold / error_ratio)``: the pair resolves then.
+
+
+def burn_detection_ms(threshold: float, long_ms: int, error_ratio: float) -> int | None:
+    """Time from a step to ``error_ratio`` until both windows exceed ``threshold`` (None: never)."""
+    if error_ratio <= threshold or threshold <= 0:
+        return None if error_ratio <= threshold else 0
+    return math.ceil(long_ms * threshold / error_ratio - 1e-6)  # ms; the epsilon absorbs binary noise
+
+
+def burn_reset_ms(threshold: float, short_ms: int, error_ratio: float) -> int:
+    """Time from the end of a long burn at ``error_ratio`` until the short window is back at ``threshold``."""
+    return math.ceil(short_ms * max(0.0, 1.0 - threshold / error_ratio) - 1e-6)

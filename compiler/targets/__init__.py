@@ -33,6 +33,7 @@ class TargetError(Exception):
 
 from compiler.targets import (  # noqa: E402  (they import TargetError)
     alertmanager,
+    catalog,
     grafana,
     prometheus,
     runbooks,
@@ -47,6 +48,7 @@ TARGETS: tuple[tuple[str, Target], ...] = (
     ("alertmanager", alertmanager.render),
     ("grafana", grafana.render),
     ("runbooks", runbooks.render),
+    ("catalog", catalog.render),
 )
 
 

@@ -22,6 +22,7 @@ from compiler.model.naming import band_sides
 from compiler.plan import Plan, SpecPlan
 from compiler.promql import format_duration, render_selector
 from compiler.targets.runbooks.alerts import alert_views, dash_duration, threshold_rows
+from compiler.targets.runbooks.detection import detection_rows
 from compiler.targets.runbooks.queries import bounds, format_value, investigation, paste_queries
 from compiler.text import numbers
 from compiler.text.markdown import cell, code, fence, inline, md, url
@@ -78,6 +79,7 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "family_title": model.project.family_title(slo.family),
         "views": views,
         "rows": threshold_rows(slo, views),
+        "detection": detection_rows(spec),
         "queries": paste_queries(slo),
         "investigation": investigation(slo),
         "automation": _automation(model, slo),
