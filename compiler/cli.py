@@ -1,4 +1,4 @@
-"""Command line: ``slo-compiler validate|generate|check|explain|schemas``.
+"""Command line: ``slo-compiler validate|generate|check|explain|schemas|preflight|backtest``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
 ``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
@@ -14,13 +14,16 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
+from compiler.live import preflight
+from compiler.live.client import Access, Client, LiveError
 from compiler.model import Model
 from compiler.pipeline import compile_specs, render, tree_problems
-from compiler.plan import plan
+from compiler.plan import SpecPlan, plan
 from compiler.source.schema import packaged_schemas
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
@@ -68,7 +71,28 @@ def _parser() -> argparse.ArgumentParser:
         description="Write byte copies of the packaged JSON Schemas (slo, owners, project) into --out.",
     )
     schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
+    _live_parsers(commands, common)
     return parser
+
+
+def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``preflight`` and ``backtest``: read-only commands against a live Prometheus."""
+    live = argparse.ArgumentParser(add_help=False)
+    live.add_argument("--prometheus", required=True, metavar="URL", help="base URL of the Prometheus to read")
+    live.add_argument("--bearer-token-file", type=Path, help="file holding a bearer token")
+    live.add_argument("--basic-auth-user", help="basic-auth user name (password from --basic-auth-password-file)")
+    live.add_argument("--basic-auth-password-file", type=Path, help="file holding the basic-auth password")
+    live.add_argument("--ca-file", type=Path, help="CA certificate file to verify the server's TLS certificate")
+    live.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default: 30)")
+    live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
+    preflight = commands.add_parser(
+        "preflight",
+        parents=[common, live],
+        help="check against a live Prometheus that each spec sees its data, and what would fire now",
+        description="Check against a live Prometheus that each spec sees its data: selectors, bucket edges, "
+        "slice labels, joins, first-event counters, series counts, and what would fire now. Read-only.",
+    )
+    preflight.add_argument("--format", choices=("table", "json"), default="table", help="output format")
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -220,6 +244,52 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return write_schemas(args.out)
 
 
+def _chosen_specs(model: Model, names: Sequence[str]) -> list[SpecPlan] | None:
+    """The plans of the named specs (every spec when none is named), or None after saying which is unknown."""
+    planned = plan(model)
+    unknown = [name for name in names if name not in {slo.name for slo in model.slos}]
+    if unknown:
+        known = ", ".join(slo.name for slo in model.slos)
+        print(f"slo-compiler: no spec named {', '.join(map(repr, unknown))} (specs: {known})", file=sys.stderr)
+        return None
+    return [spec for spec in planned if not names or spec.slo.name in names]
+
+
+def _client(args: argparse.Namespace) -> Client:
+    access = Access(
+        url=args.prometheus,
+        bearer_token_file=args.bearer_token_file,
+        basic_auth_user=args.basic_auth_user,
+        basic_auth_password_file=args.basic_auth_password_file,
+        ca_file=args.ca_file,
+        timeout_s=args.timeout,
+    )
+    return Client(access)
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    model, diagnostics = compile_specs(args.specs)
+    if model is None or diagnostics:
+        sys.stderr.write(diagnostics.render())
+        print(f"slo-compiler: {len(diagnostics)} problem(s) in the specs; fix them before a preflight", file=sys.stderr)
+        return EXIT_PROBLEMS
+    specs = _chosen_specs(model, args.spec_names)
+    if specs is None:
+        return EXIT_USAGE
+    try:
+        client = _client(args)
+        server = f"{client.base} (Prometheus {client.buildinfo()['version']})"
+        reports = preflight.run(client, model, specs)
+    except LiveError as exc:
+        print(f"slo-compiler: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "json":
+        print(json.dumps(preflight.render_json(reports, server), indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(preflight.render_table(reports, server))
+    return EXIT_PROBLEMS if any(report.problems for report in reports) else EXIT_OK
+
+
 # One function per command; each takes the parsed arguments and returns the exit code.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
@@ -227,8 +297,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "generate": cmd_generate,
     "check": cmd_check,
     "schemas": cmd_schemas,
+    "preflight": cmd_preflight,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "preflight"})
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -32,6 +32,7 @@ STAGES = {
     "compiler.plan": "plan",
     "compiler.targets": "targets",
     "compiler.explain": "views",
+    "compiler.live": "live",
     "compiler.write": "write",
 }
 
@@ -46,8 +47,9 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"diagnostics", "promql", "text", "model"},
     "targets": {"diagnostics", "promql", "text", "model", "plan"},
     "views": {"diagnostics", "promql", "text", "model", "plan"},
+    "live": {"diagnostics", "promql", "text", "model", "plan"},
     "write": {"diagnostics"},
-    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "write"},
+    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "live", "write"},
 }
 
 
