@@ -11,8 +11,10 @@ import argparse
 import json
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +22,14 @@ from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
 from compiler.live import preflight
+from compiler.live.backtest import Backtest
 from compiler.live.client import Access, Client, LiveError
+from compiler.live.summary import render_markdown, render_table, summarise
 from compiler.model import Model
+from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import SpecPlan, plan
+from compiler.promql import parse_duration
 from compiler.source.schema import packaged_schemas
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
@@ -93,6 +99,24 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         "slice labels, joins, first-event counters, series counts, and what would fire now. Read-only.",
     )
     preflight.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    backtest = commands.add_parser(
+        "backtest",
+        parents=[common, live],
+        help="replay the compiled rules over a live Prometheus's history: when would each alert have fired?",
+        description="Replay the compiled recording and alerting rules over the history a Prometheus holds, with "
+        "Prometheus 2.42's for, keep_firing_for and evaluation-interval semantics. Read-only.",
+    )
+    span = backtest.add_mutually_exclusive_group(required=True)
+    span.add_argument("--last", metavar="DURATION", help="replay the last DURATION up to now (e.g. 14d)")
+    span.add_argument("--from", dest="start", metavar="TIME", help="start: RFC 3339 or unix seconds (with --to)")
+    backtest.add_argument("--to", dest="end", metavar="TIME", help="end: RFC 3339 or unix seconds (with --from)")
+    backtest.add_argument(
+        "--warmup",
+        default="auto",
+        metavar="DURATION",
+        help="history evaluated before the start so windows are full (default: the longest window the alerts read)",
+    )
+    backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -290,6 +314,66 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if any(report.problems for report in reports) else EXIT_OK
 
 
+def _instant_ms(text: str) -> int | None:
+    """RFC 3339 (``2026-11-17T00:00:00Z``) or unix seconds, in milliseconds; None when neither."""
+    try:
+        return round(float(text) * 1000)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return round((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | str:
+    """(start, end, warm-up) in ms from the arguments, or the usage error."""
+    warmup = None if args.warmup == "auto" else 0 if args.warmup == "0" else parse_duration(args.warmup)
+    if args.warmup != "auto" and warmup is None:
+        return f"--warmup {args.warmup!r} is not a duration (e.g. 3d) or auto"
+    if args.last is not None:
+        length = parse_duration(args.last)
+        if not length or args.end is not None:
+            return f"--last {args.last!r} must be a positive duration such as 14d, without --to"
+        end = int(time.time() * 1000)
+        return end - length, end, warmup
+    start, stop = _instant_ms(args.start), _instant_ms(args.end) if args.end else None
+    if start is None or stop is None or stop <= start:
+        return "--from and --to must both be times (RFC 3339 or unix seconds), --to after --from"
+    return start, stop, warmup
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    span = _backtest_span(args)
+    if isinstance(span, str):
+        print(f"slo-compiler: {span}", file=sys.stderr)
+        return EXIT_USAGE
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, files = compiled
+    specs = _chosen_specs(model, args.spec_names)
+    if specs is None:
+        return EXIT_USAGE
+    start, end, warmup = span
+    try:
+        client = _client(args)
+        client.buildinfo()
+        replay = Backtest(client, start, end, warmup)
+        for spec in specs:
+            replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms)
+    except LiveError as exc:
+        print(f"slo-compiler: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    found = summarise(replay.result)
+    if args.format == "json":
+        print(json.dumps(found, indent=2, sort_keys=True))
+    else:
+        sys.stdout.write((render_markdown if args.format == "markdown" else render_table)(found))
+    return EXIT_PROBLEMS if replay.result.problems else EXIT_OK
+
+
 # One function per command; each takes the parsed arguments and returns the exit code.
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
@@ -298,8 +382,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "schemas": cmd_schemas,
     "preflight": cmd_preflight,
+    "backtest": cmd_backtest,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "preflight"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "preflight", "backtest"})
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -207,3 +207,63 @@ def preflight_data(start: int, end: int) -> str:
                 1,
             )
     return om.text()
+
+
+# -- backtest ------------------------------------------------------------------------------------
+
+BACKTEST_PROJECT = """\
+apiVersion: slo-compiler/v1
+kind: Project
+runbook_base_url: https://runbooks.example.com/slo
+evaluation_interval: 2s
+"""
+
+BACKTEST_SPECS = {
+    # A gauge that steps up and back down: fires after for, resolves after keep_firing_for.
+    "queue-depth": """\
+slice: {by: [cluster]}
+sli:
+  gauge:
+    expr: 'max by (cluster) (work_queue_depth)'
+    aggregate: max
+unit: count
+normal_range: {max: 100, for: 6s, keep_firing_for: 6s}
+critical_range: {max: 300, for: 0s, severity: page}
+persistence: {for: 6s}
+no_data: {for: 10m}
+""",
+    # Errors from a moment on: the fast burn pair fires (it stays firing: the 5m window still holds them).
+    "request-errors": """\
+slice: {by: [cluster]}
+sli:
+  ratio:
+    bad: 'app_requests_total{code="500"}'
+    total: app_requests_total
+objective:
+  target: 99%
+  period: 7d
+  burn_alerts:
+    - {severity: page, long: 1h, short: 5m, factor: 10, for: 8s}
+    - {severity: ticket, long: 6h, short: 30m, factor: 40, for: 4s}
+persistence: {for: 6s}
+no_data: {for: 10m}
+""",
+}
+
+
+def _errors_from(start: int, incident: int, hot: bool) -> Rate:
+    return lambda seconds: 100.0 if hot and start + seconds > incident else 0.0
+
+
+def backtest_data(start: int, end: int, incident: int, calm_again: int) -> str:
+    """West: queue depth 500 and 91% errors from ``incident``, depth back to 10 at ``calm_again``; east stays calm."""
+    om = OpenMetrics(start, end, step=5)
+    for cluster in ("west", "east"):
+        hot = cluster == "west"
+        om.counter("app_requests_total", {"cluster": cluster, "code": "200"}, 10.0)
+        om.counter("app_requests_total", {"cluster": cluster, "code": "500"}, _errors_from(start, incident, hot))
+        lines = om.families.setdefault("work_queue_depth", [])
+        for t in range(start, end + 1, 5):
+            depth = 500 if hot and incident <= t < calm_again else 10
+            lines.append(f'work_queue_depth{{cluster="{cluster}"}} {depth} {t}')
+    return om.text()

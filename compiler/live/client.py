@@ -75,6 +75,7 @@ class Client:
                 raise LiveError(f"cannot load the CA file {access.ca_file}: {exc}") from exc
         self.requests = 0
         self.last_error = ""
+        self.samples_read = 0  # raw samples the server read for range queries (its query stats)
 
     def call(self, path: str, params: Sequence[tuple[str, str]] = (), post: bool = True) -> Any:
         """One API call; the answer's ``data``, or a ``LiveError`` that says why not."""
@@ -143,8 +144,10 @@ class Client:
         self, expr: str, start: float, end: float, step_s: float
     ) -> list[tuple[Labels, list[tuple[float, float]]]]:
         """A range query: each series' labels and its (timestamp, value) points."""
-        params = [("query", expr), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step_s))]
+        params = [("query", expr), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step_s)), ("stats", "all")]
         data = self.call("/api/v1/query_range", params)
+        samples = (data.get("stats") or {}).get("samples") or {}
+        self.samples_read += int(samples.get("totalQueryableSamples", 0))
         return [
             (dict(item["metric"]), [(float(t), float(v)) for t, v in item.get("values", [])])
             for item in data.get("result", [])
