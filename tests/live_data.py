@@ -218,6 +218,8 @@ runbook_base_url: https://runbooks.example.com/slo
 evaluation_interval: 2s
 """
 
+BACKTEST_VMALERT_PROJECT = BACKTEST_PROJECT + "rule_profiles:\n  vmalert: {}\n"
+
 BACKTEST_SPECS = {
     # A gauge that steps up and back down: fires after for, resolves after keep_firing_for.
     "queue-depth": """\
