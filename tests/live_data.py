@@ -226,13 +226,13 @@ BACKTEST_SPECS = {
 slice: {by: [cluster]}
 sli:
   gauge:
-    expr: 'max by (cluster) (work_queue_depth)'
+    expr: 'max by (cluster) (work_queue_depth > 0)'
     aggregate: max
 unit: count
 normal_range: {max: 100, for: 6s, keep_firing_for: 6s}
 critical_range: {max: 300, for: 0s, severity: page}
 persistence: {for: 6s}
-no_data: {for: 10m}
+no_data: {for: 4s}
 """,
     # Errors from a moment on: the fast burn pair fires (it stays firing: the 5m window still holds them).
     "request-errors": """\
@@ -257,8 +257,13 @@ def _errors_from(start: int, incident: int, hot: bool) -> Rate:
     return lambda seconds: 100.0 if hot and start + seconds > incident else 0.0
 
 
-def backtest_data(start: int, end: int, incident: int, calm_again: int) -> str:
-    """West: queue depth 500 and 91% errors from ``incident``, depth back to 10 at ``calm_again``; east stays calm."""
+def backtest_data(start: int, end: int, incident: int, calm_again: int, drained: int | None = None) -> str:
+    """West: queue depth 500 and 91% errors from ``incident``, depth back to 10 at ``calm_again``; east stays calm.
+
+    From ``drained`` every queue is empty: the gauge SLI (``depth > 0``) has no series, so its recorded
+    series goes stale at once and the no-data alert fires (the raw series are still there: only the
+    rule's own staleness makes it disappear within the 5m lookback).
+    """
     om = OpenMetrics(start, end, step=5)
     for cluster in ("west", "east"):
         hot = cluster == "west"
@@ -267,5 +272,6 @@ def backtest_data(start: int, end: int, incident: int, calm_again: int) -> str:
         lines = om.families.setdefault("work_queue_depth", [])
         for t in range(start, end + 1, 5):
             depth = 500 if hot and incident <= t < calm_again else 10
+            depth = 0 if drained is not None and t >= drained else depth
             lines.append(f'work_queue_depth{{cluster="{cluster}"}} {depth} {t}')
     return om.text()
