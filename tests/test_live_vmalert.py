@@ -120,8 +120,16 @@ def write_rules(workdir: Path, files: dict[str, bytes], directory: str, names: l
     return paths
 
 
+# vmalert sees its own recorded series only after remote write delivers them, so at start-up a no-data
+# alert on them is true for a few evaluations: with a 4s for it fires there (measured at 7 s), never in
+# Prometheus. The library waits 10m or more, as here.
+SPECS = {
+    name: body.replace("no_data: {for: 4s}", "no_data: {for: 10m}") for name, body in live_data.BACKTEST_SPECS.items()
+}
+
+
 def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) -> None:
-    tree = live_data.write_tree(tmp_path / "specs", live_data.BACKTEST_SPECS, live_data.BACKTEST_VMALERT_PROJECT)
+    tree = live_data.write_tree(tmp_path / "specs", SPECS, live_data.BACKTEST_VMALERT_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
     files = render(model, diagnostics)

@@ -205,10 +205,15 @@ class Preflight:
                     f"created on its first event; {handled}"
                 )
                 return Finding("first-event", "note", text, message, {"up": up, "handled": True})
+            remedy = (
+                "declare sli.gauge.absent_as_zero_while (e.g. 'up == 1')"
+                if isinstance(slo.sli, GaugeSLI)
+                else "read a total that exists from start-up, or write the SLI as a gauge with absent_as_zero_while"
+            )
             message = (
                 f"{role.name}: no series while its component is up ({up} target(s)): created on its first event, "
                 "and until then the SLI has no data, so its no-data alert fires and every other alert is blind; "
-                "declare sli.gauge.absent_as_zero_while (e.g. 'up == 1')"
+                f"{remedy}"
             )
             return Finding("first-event", "problem", text, message, {"up": up, "handled": False})
         near = difflib.get_close_matches(role.metric, self.metric_names(), n=3, cutoff=0.75)
