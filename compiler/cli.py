@@ -26,6 +26,7 @@ from compiler.live.backtest import Backtest
 from compiler.live.client import Access, Client, LiveError
 from compiler.live.summary import render_markdown, render_table, summarise
 from compiler.model import Model
+from compiler.model.budget import estimate
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import SpecPlan, plan
@@ -362,7 +363,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         client.buildinfo()
         replay = Backtest(client, start, end, warmup)
         for spec in specs:
-            replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms)
+            limit = estimate(spec.slo, model.project.cluster_profile).budget
+            replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms, limit)
     except LiveError as exc:
         print(f"slo-compiler: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -123,3 +123,43 @@ def test_usage_and_connection_errors_are_one_line_and_exit_2(
     assert err.startswith(f"slo-compiler: cannot reach Prometheus at {dead}: ") and err.count("\n") == 1
     code, _, err = run(capsys, "preflight", "--prometheus", f"{server}/nothing", "--specs", str(tree))
     assert code == 2 and "answered 404" in err and "Traceback" not in err
+
+
+BACKTEST_PROBLEMS = {
+    "runtime-errors-per-pool": live_data.PREFLIGHT_SPECS["runtime-errors-per-pool"],
+    "dns-per-instance": """\
+slice:
+  by: [cluster, instance]
+  selector: '{job="coredns"}'
+  cardinality: {instance: 1}
+series_budget: 4
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{rcode="SERVFAIL"}'
+    total: coredns_dns_responses_total
+normal_range: {max: 0.01}
+persistence: {for: 10m}
+""",
+}
+
+
+def test_backtest_stops_a_spec_whose_rule_fails_or_reads_over_its_budget(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On this server's data: the duplicate kube_node_labels row fails the join (many-to-many) and six
+    CoreDNS instances are more slices than a budget of 4; neither spec is replayed past that rule, so
+    no alert of theirs (a no-data alert on the hole) is reported as history."""
+    tree = live_data.write_tree(tmp_path / "specs", BACKTEST_PROBLEMS)
+    code, out, _ = run(
+        capsys, "backtest", "--prometheus", server, "--specs", str(tree), "--last", "30m", "--format", "json"
+    )
+    report = json.loads(out)
+    assert code == 1
+    problems = "\n".join(report["problems"])
+    assert "runtime-errors-per-pool: rule slo:sli_total:rate5m:" in problems and "many-to-many" in problems
+    assert (
+        "dns-per-instance: rule slo:sli_total:rate5m: returned 6 series, more than the spec's series_budget of 4"
+        in problems
+    )
+    assert "runtime-errors-per-pool: not replayed past slo:sli_total:rate5m" in problems
+    assert report["intervals"] == []

@@ -156,6 +156,7 @@ class Backtest:
         self.warmup = warmup
         self.align_ms = align_ms
         self.result = Result(start_ms, end_ms, warmup or 0)
+        self.series_limit: int | None = None
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -165,7 +166,11 @@ class Backtest:
             start += interval_ms
         return Grid(start, interval_ms, max(0, (self.end_ms - start) // interval_ms + 1))
 
-    def run_spec(self, spec: SpecPlan, rule_file: bytes, default_interval_ms: int) -> None:
+    def run_spec(
+        self, spec: SpecPlan, rule_file: bytes, default_interval_ms: int, series_limit: int | None = None
+    ) -> None:
+        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget)."""
+        self.series_limit = series_limit
         interval, rules = rules_of(rule_file)
         rules = needed(rules)
         warm = self.warmup if self.warmup is not None else warmup_ms(rules)
@@ -179,6 +184,9 @@ class Backtest:
                 steps = self.evaluate(rule, rules, recorded, spec.slo, store)
             except (StepError, QueryError) as exc:
                 self.result.problems.append(f"{spec.slo.name}: rule {rule.name}: {exc}")
+                if rule.kind == "record":  # everything after it would read a hole, not history
+                    self.result.problems.append(f"{spec.slo.name}: not replayed past {rule.name}")
+                    return
                 continue
             if rule.kind == "record":
                 store.put_vectors(rule.name, rule.labels, steps)
@@ -191,7 +199,14 @@ class Backtest:
 
     def evaluate(self, rule: Rule, rules: Sequence[Rule], recorded: set[str], slo: SLO, store: Store) -> list[Vector]:
         if _names(rule.expr) - recorded or rule.expr.startswith("vector("):
-            return self.from_server(inline_for_server(rule, rules, slo), store.grid)
+            steps = self.from_server(inline_for_server(rule, rules, slo), store.grid)
+            found = len({frozenset(labels.items()) for vector in steps for labels, _ in vector})
+            if self.series_limit is not None and found > self.series_limit:
+                raise StepError(
+                    f"returned {found} series, more than the spec's series_budget of {self.series_limit}: "
+                    "a selector reads more than the spec expects (preflight shows which); the spec was not replayed"
+                )
+            return steps
         evaluator = StepEvaluator(store)
         steps = evaluator.run(rule.expr)
         if evaluator.errors:
