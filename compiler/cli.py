@@ -86,11 +86,15 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     """``preflight`` and ``backtest``: read-only commands against a live Prometheus."""
     live = argparse.ArgumentParser(add_help=False)
     live.add_argument("--prometheus", required=True, metavar="URL", help="base URL of the Prometheus to read")
-    live.add_argument("--bearer-token-file", type=Path, help="file holding a bearer token")
-    live.add_argument("--basic-auth-user", help="basic-auth user name (password from --basic-auth-password-file)")
-    live.add_argument("--basic-auth-password-file", type=Path, help="file holding the basic-auth password")
-    live.add_argument("--ca-file", type=Path, help="CA certificate file to verify the server's TLS certificate")
-    live.add_argument("--timeout", type=float, default=30.0, help="seconds per HTTP request (default: 30)")
+    live.add_argument("--bearer-token-file", type=Path, metavar="FILE", help="file holding a bearer token")
+    live.add_argument(
+        "--basic-auth-user", metavar="USER", help="basic-auth user name (password from --basic-auth-password-file)"
+    )
+    live.add_argument("--basic-auth-password-file", type=Path, metavar="FILE", help="file holding the password")
+    live.add_argument("--ca-file", type=Path, metavar="FILE", help="CA certificate to verify the server's TLS")
+    live.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default: 30)"
+    )
     live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
     preflight = commands.add_parser(
         "preflight",

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import json
+import shutil
+import ssl
+import subprocess
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,7 +29,7 @@ BUILDINFO = {"status": "success", "data": {"version": "2.42.0", "revision": "x"}
 
 
 @contextmanager
-def answering(status: int, body: bytes, seen: list[dict[str, str]]) -> Iterator[str]:
+def answering(status: int, body: bytes, seen: list[dict[str, str]], tls: ssl.SSLContext | None = None) -> Iterator[str]:
     """A loopback server answering every request with ``status`` and ``body``, recording the headers."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -45,10 +48,12 @@ def answering(status: int, body: bytes, seen: list[dict[str, str]]) -> Iterator[
 
     port = engines.free_port()
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{port}"
     finally:
         server.shutdown()
         server.server_close()
@@ -70,6 +75,26 @@ def test_basic_auth_takes_the_password_from_its_file(tmp_path: Path) -> None:
     with answering(200, json.dumps(BUILDINFO).encode(), seen) as url:
         Client(Access(url, basic_auth_user="reader", basic_auth_password_file=password)).buildinfo()
     assert base64.b64decode(seen[0]["Authorization"].removeprefix("Basic ")) == b"reader:pa:ss"
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs openssl to make a certificate")
+def test_a_ca_file_verifies_the_server_and_without_it_the_error_is_one_line(tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    names = ["-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"]
+    files = ["-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", *names, *files],
+        check=True,
+        capture_output=True,
+    )
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    with answering(200, json.dumps(BUILDINFO).encode(), [], tls) as url:
+        assert Client(Access(url, ca_file=cert)).buildinfo()["version"] == "2.42.0"
+        with pytest.raises(
+            LiveError, match=r"cannot reach Prometheus at https://127.0.0.1:\d+: .*CERTIFICATE_VERIFY_FAILED"
+        ):
+            Client(Access(url)).buildinfo()
 
 
 @pytest.mark.parametrize(
