@@ -1,8 +1,10 @@
 """Command line: ``slo-compiler validate|generate|check|explain|schemas|preflight|backtest``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
-``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
-including an output directory ``generate`` refuses to replace; 128 + N after signal N.
+``path:line:col: message``) or, for ``check``, a stale ``generated/``, for ``preflight`` a spec
+blind or wrong on the server, for ``backtest`` a rule it could not replay; 2 usage errors,
+including an output directory ``generate`` refuses to replace and a server that cannot be
+reached or is not a Prometheus; 128 + N after signal N.
 """
 
 from __future__ import annotations

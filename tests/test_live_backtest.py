@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -67,17 +68,18 @@ SPECS = ("queue-depth", "request-errors")
 
 
 def facts(prom: engines.Prometheus) -> dict[str, Any]:
-    evaluated = {}
+    evaluated, missed = {}, {}
     for spec in SPECS:
         found = prom.query(f'slo_info{{slo="{spec}"}}[10m]')
         stamps = sorted(float(t) for series in found for t, _ in series["values"])
         evaluated[spec] = (stamps[0], stamps[-1])
+        missed[spec] = sum(1 for a, b in pairwise(stamps) if b - a > 1.5 * INTERVAL_S)
     alerts: dict[Key, list[float]] = {}
     for series in prom.query('ALERTS{alertstate="firing"}[10m]'):
         labels = {k: v for k, v in series["metric"].items() if k not in ("__name__", "alertstate")}
         key = (labels["alertname"], tuple(sorted(labels.items())))
         alerts[key] = sorted(float(t) for t, _ in series["values"])
-    return {"evaluated": evaluated, "alerts": alerts}
+    return {"evaluated": evaluated, "alerts": alerts, "missed": missed}
 
 
 def live_intervals(seen: dict[str, Any]) -> dict[Key, list[tuple[float, float | None]]]:
@@ -129,10 +131,26 @@ def test_the_replay_equals_what_the_live_server_fired(
         "RequestErrorsErrorBudgetBurn",
         "QueueDepthNoData",
     } <= names
-    assert got == expected
+    if not any(seen["missed"].values()):
+        assert got == expected
+    else:  # an overloaded machine made the server skip evaluations, which a replay on a full grid does not
+        assert_close(got, expected, INTERVAL_S * (1 + max(seen["missed"].values())))
     normal = next(v for k, v in got.items() if k[0] == "QueueDepthAboveNormalRange")
     assert len(normal) == 1 and normal[0][1] is not None  # resolved, after keep_firing_for
     assert all(dict(k[1]).get("cluster", "west") == "west" for k in got)
+
+
+def assert_close(
+    got: dict[Key, list[tuple[float, float | None]]],
+    expected: dict[Key, list[tuple[float, float | None]]],
+    slack: float,
+) -> None:
+    assert got.keys() == expected.keys()
+    for key, runs in expected.items():
+        assert len(got[key]) == len(runs), key
+        for (fired, resolved), (mine, mine_resolved) in zip(runs, got[key], strict=True):
+            assert abs(mine - fired) <= slack and (resolved is None) == (mine_resolved is None), key
+            assert resolved is None or mine_resolved is None or abs(mine_resolved - resolved) <= slack, key
 
 
 def test_the_command_line_agrees_within_one_interval_and_reports(
