@@ -14,7 +14,7 @@ CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver
 DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver
 
-.PHONY: help venv generate validate check diff test lint typecheck promtool-check tools bench clean
+.PHONY: help venv generate validate check diff test lint typecheck promtool-check tools bench bench-backtest clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -86,6 +86,9 @@ test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool,
 
 bench: $(DEV) ## compile 1,000 synthetic specs; print time per spec and the load+schema share
 	$(PY) bench/bench_compile.py --specs 1000
+
+bench-backtest: $(DEV) ## backtest the library over synthetic history in a real Prometheus; time and samples read
+	$(PY) bench/bench_backtest.py --days 4.2 --replay 1d --warmup 3d
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

@@ -1,8 +1,10 @@
-"""Command line: ``slo-compiler validate|generate|check|explain|diff|schemas``.
+"""Command line: ``slo-compiler validate|generate|check|explain|diff|schemas|preflight|backtest``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
-``path:line:col: message``) or, for ``check``, a stale ``generated/``; 2 usage errors,
-including an output directory ``generate`` refuses to replace; 128 + N after signal N.
+``path:line:col: message``) or, for ``check``, a stale ``generated/``, for ``preflight`` a spec
+blind or wrong on the server, for ``backtest`` a rule it could not replay; 2 usage errors,
+including an output directory ``generate`` refuses to replace and a server that cannot be
+reached or is not a Prometheus; 128 + N after signal N.
 """
 
 from __future__ import annotations
@@ -12,16 +14,26 @@ import json
 import os
 import sys
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
+from compiler.live import preflight
+from compiler.live.backtest import Backtest
+from compiler.live.client import Access, Client, LiveError
+from compiler.live.summary import render_markdown, render_table, summarise
 from compiler.model import Model
+from compiler.model.budget import estimate
+from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
-from compiler.plan import Plan, plan
+from compiler.plan import Plan, SpecPlan, plan
+from compiler.promql import parse_duration
 from compiler.review import behaviour_of, review
 from compiler.review import render as render_review
 from compiler.review.base import BaseError, default_base, extract
@@ -89,7 +101,50 @@ def _parser() -> argparse.ArgumentParser:
         description="Write byte copies of the packaged JSON Schemas (slo, owners, project) into --out.",
     )
     schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
+    _live_parsers(commands, common)
     return parser
+
+
+def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
+    """``preflight`` and ``backtest``: read-only commands against a live Prometheus."""
+    live = argparse.ArgumentParser(add_help=False)
+    live.add_argument("--prometheus", required=True, metavar="URL", help="base URL of the Prometheus to read")
+    live.add_argument("--bearer-token-file", type=Path, metavar="FILE", help="file holding a bearer token")
+    live.add_argument(
+        "--basic-auth-user", metavar="USER", help="basic-auth user name (password from --basic-auth-password-file)"
+    )
+    live.add_argument("--basic-auth-password-file", type=Path, metavar="FILE", help="file holding the password")
+    live.add_argument("--ca-file", type=Path, metavar="FILE", help="CA certificate to verify the server's TLS")
+    live.add_argument(
+        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default: 30)"
+    )
+    live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
+    preflight = commands.add_parser(
+        "preflight",
+        parents=[common, live],
+        help="check against a live Prometheus that each spec sees its data, and what would fire now",
+        description="Check against a live Prometheus that each spec sees its data: selectors, bucket edges, "
+        "slice labels, joins, first-event counters, series counts, and what would fire now. Read-only.",
+    )
+    preflight.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    backtest = commands.add_parser(
+        "backtest",
+        parents=[common, live],
+        help="replay the compiled rules over a live Prometheus's history: when would each alert have fired?",
+        description="Replay the compiled recording and alerting rules over the history a Prometheus holds, with "
+        "Prometheus 2.42's for, keep_firing_for and evaluation-interval semantics. Read-only.",
+    )
+    span = backtest.add_mutually_exclusive_group(required=True)
+    span.add_argument("--last", metavar="DURATION", help="replay the last DURATION up to now (e.g. 14d)")
+    span.add_argument("--from", dest="start", metavar="TIME", help="start: RFC 3339 or unix seconds (with --to)")
+    backtest.add_argument("--to", dest="end", metavar="TIME", help="end: RFC 3339 or unix seconds (with --from)")
+    backtest.add_argument(
+        "--warmup",
+        default="auto",
+        metavar="DURATION",
+        help="history evaluated before the start so windows are full (default: the longest window the alerts read)",
+    )
+    backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -241,6 +296,113 @@ def cmd_schemas(args: argparse.Namespace) -> int:
     return write_schemas(args.out)
 
 
+def _chosen_specs(model: Model, names: Sequence[str]) -> list[SpecPlan] | None:
+    """The plans of the named specs (every spec when none is named), or None after saying which is unknown."""
+    planned = plan(model)
+    unknown = [name for name in names if name not in {slo.name for slo in model.slos}]
+    if unknown:
+        known = ", ".join(slo.name for slo in model.slos)
+        print(f"slo-compiler: no spec named {', '.join(map(repr, unknown))} (specs: {known})", file=sys.stderr)
+        return None
+    return [spec for spec in planned if not names or spec.slo.name in names]
+
+
+def _client(args: argparse.Namespace) -> Client:
+    access = Access(
+        url=args.prometheus,
+        bearer_token_file=args.bearer_token_file,
+        basic_auth_user=args.basic_auth_user,
+        basic_auth_password_file=args.basic_auth_password_file,
+        ca_file=args.ca_file,
+        timeout_s=args.timeout,
+    )
+    return Client(access)
+
+
+def cmd_preflight(args: argparse.Namespace) -> int:
+    model, diagnostics = compile_specs(args.specs)
+    if model is None or diagnostics:
+        sys.stderr.write(diagnostics.render())
+        print(f"slo-compiler: {len(diagnostics)} problem(s) in the specs; fix them before a preflight", file=sys.stderr)
+        return EXIT_PROBLEMS
+    specs = _chosen_specs(model, args.spec_names)
+    if specs is None:
+        return EXIT_USAGE
+    try:
+        client = _client(args)
+        server = f"{client.base} (Prometheus {client.buildinfo()['version']})"
+        reports = preflight.run(client, model, specs)
+    except LiveError as exc:
+        print(f"slo-compiler: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.format == "json":
+        print(json.dumps(preflight.render_json(reports, server), indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(preflight.render_table(reports, server))
+    return EXIT_PROBLEMS if any(report.problems for report in reports) else EXIT_OK
+
+
+def _instant_ms(text: str) -> int | None:
+    """RFC 3339 (``2026-11-17T00:00:00Z``) or unix seconds, in milliseconds; None when neither."""
+    try:
+        return round(float(text) * 1000)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return round((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+
+
+def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | str:
+    """(start, end, warm-up) in ms from the arguments, or the usage error."""
+    warmup = None if args.warmup == "auto" else 0 if args.warmup == "0" else parse_duration(args.warmup)
+    if args.warmup != "auto" and warmup is None:
+        return f"--warmup {args.warmup!r} is not a duration (e.g. 3d) or auto"
+    if args.last is not None:
+        length = parse_duration(args.last)
+        if not length or args.end is not None:
+            return f"--last {args.last!r} must be a positive duration such as 14d, without --to"
+        end = int(time.time() * 1000)
+        return end - length, end, warmup
+    start, stop = _instant_ms(args.start), _instant_ms(args.end) if args.end else None
+    if start is None or stop is None or stop <= start:
+        return "--from and --to must both be times (RFC 3339 or unix seconds), --to after --from"
+    return start, stop, warmup
+
+
+def cmd_backtest(args: argparse.Namespace) -> int:
+    span = _backtest_span(args)
+    if isinstance(span, str):
+        print(f"slo-compiler: {span}", file=sys.stderr)
+        return EXIT_USAGE
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    model, files = compiled
+    specs = _chosen_specs(model, args.spec_names)
+    if specs is None:
+        return EXIT_USAGE
+    start, end, warmup = span
+    try:
+        client = _client(args)
+        client.buildinfo()
+        replay = Backtest(client, start, end, warmup)
+        for spec in specs:
+            limit = estimate(spec.slo, model.project.cluster_profile).budget
+            replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms, limit)
+    except LiveError as exc:
+        print(f"slo-compiler: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    found = summarise(replay.result)
+    if args.format == "json":
+        print(json.dumps(found, indent=2, sort_keys=True))
+    else:
+        sys.stdout.write((render_markdown if args.format == "markdown" else render_table)(found))
+    return EXIT_PROBLEMS if replay.result.problems else EXIT_OK
+
+
 # One function per command; each takes the parsed arguments and returns the exit code.
 def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
     """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
@@ -295,8 +457,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "diff": cmd_diff,
     "schemas": cmd_schemas,
+    "preflight": cmd_preflight,
+    "backtest": cmd_backtest,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff", "preflight", "backtest"})
 
 
 def _run(args: argparse.Namespace) -> int:

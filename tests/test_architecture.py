@@ -33,6 +33,7 @@ STAGES = {
     "compiler.targets": "targets",
     "compiler.explain": "views",
     "compiler.review": "views",
+    "compiler.live": "live",
     "compiler.write": "write",
 }
 
@@ -47,8 +48,9 @@ ALLOWED: dict[str, set[str]] = {
     "plan": {"diagnostics", "promql", "text", "model"},
     "targets": {"diagnostics", "promql", "text", "model", "plan"},
     "views": {"diagnostics", "promql", "text", "model", "plan"},
+    "live": {"diagnostics", "promql", "text", "model", "plan"},
     "write": {"diagnostics"},
-    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "write"},
+    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "live", "write"},
 }
 
 

@@ -1,0 +1,336 @@
+"""Backtest: replay a spec's compiled rules over the history a Prometheus holds.
+
+The rules are the rendered rule files (the only target output live reads). Per rule group, at
+the group's interval on timestamps aligned to it: the recording rules that read raw series are
+range queries on the server (their samples are exactly what the rule would have recorded, a
+reference to the spec's own 5m series inlined); every rule downstream and every alert is
+evaluated in memory (``steps``), in the group's order; the alerts then go through Prometheus
+2.42's alert state machine (``for``, ``keep_firing_for``, pending alerts dropped when their
+condition clears, a firing alert resolved at the first evaluation without it).
+
+Windows need history before the first reported minute: the warm-up (by default the longest
+chain of ranges and offsets the alerts read) is evaluated too, and only what fires inside the
+reported range is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import promql_parser as pp
+import yaml
+
+from compiler.live.client import MAX_POINTS_PER_QUERY, Client, QueryError
+from compiler.live.steps import Grid, StepError, StepEvaluator, Store, Vector
+from compiler.model import SLO, series
+from compiler.plan import AlertSpec, SpecPlan
+from compiler.promql import _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
+
+RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
+
+
+@dataclass
+class Interval:
+    """One alert instance firing: from ``fired_ms`` to ``resolved_ms`` (None: still firing at the end)."""
+
+    spec: str
+    alert: str
+    labels: dict[str, str]
+    active_ms: int  # pending since
+    fired_ms: int
+    resolved_ms: int | None = None
+    condition_ms: int | None = None  # when the condition (the 5m value beyond the alert's threshold) began
+
+    @property
+    def time_to_fire_ms(self) -> int:
+        return self.fired_ms - (self.condition_ms if self.condition_ms is not None else self.active_ms)
+
+
+@dataclass
+class Result:
+    start_ms: int
+    end_ms: int
+    warmup_ms: int
+    intervals: list[Interval] = field(default_factory=list)
+    alerts: list[tuple[str, AlertSpec]] = field(default_factory=list)  # every (spec, alert) replayed
+    problems: list[str] = field(default_factory=list)  # rules the server or backtest could not evaluate
+    samples_read: int = 0
+    queries: int = 0
+
+
+@dataclass
+class _Alert:
+    labels: dict[str, str]
+    active_ms: int
+    state: str = "pending"
+    keep_since: int | None = None
+    resolved_ms: int | None = None
+    interval: Interval | None = None
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str  # record | alert
+    name: str
+    expr: str
+    labels: dict[str, str]
+    for_ms: int = 0
+    keep_firing_for_ms: int = 0
+
+
+def rules_of(text: bytes) -> tuple[int | None, list[Rule]]:
+    """The first group's interval and rules of a rendered rule file (one group per spec)."""
+    document = yaml.safe_load(text)
+    group = document["groups"][0]
+    interval = parse_duration(str(group["interval"])) if "interval" in group else None
+    rules = []
+    for raw in group["rules"]:
+        kind = "record" if "record" in raw else "alert"
+        rules.append(
+            Rule(
+                kind=kind,
+                name=str(raw[kind]),
+                expr=str(raw["expr"]),
+                labels={str(k): str(v) for k, v in (raw.get("labels") or {}).items()},
+                for_ms=parse_duration(str(raw.get("for", "0s"))) or 0,
+                keep_firing_for_ms=parse_duration(str(raw.get("keep_firing_for", "0s"))) or 0,
+            )
+        )
+    return interval, rules
+
+
+def _names(expr: str) -> set[str]:
+    return {node.name for node in _iter_nodes(parse_expr(expr)) if isinstance(node, pp.VectorSelector) and node.name}
+
+
+def needed(rules: Sequence[Rule]) -> list[Rule]:
+    """The alerts and the recording rules they read, transitively, in group order."""
+    producers = {rule.name: rule for rule in rules if rule.kind == "record"}
+    wanted: set[str] = set()
+    todo = [name for rule in rules if rule.kind == "alert" for name in _names(rule.expr)]
+    while todo:
+        name = todo.pop()
+        if name in producers and name not in wanted:
+            wanted.add(name)
+            todo += list(_names(producers[name].expr))
+    return [rule for rule in rules if rule.kind == "alert" or rule.name in wanted]
+
+
+def warmup_ms(rules: Sequence[Rule]) -> int:
+    """The longest chain of ranges and offsets an alert reads through the recorded series, plus 5m of raw range."""
+    producers = {rule.name: rule for rule in rules if rule.kind == "record"}
+
+    def chain(expr: str, depth: int = 0) -> int:
+        own = lookback_ms(expr)
+        below = [chain(producers[name].expr, depth + 1) for name in _names(expr) if name in producers and depth < 8]
+        return own + max(below, default=0)
+
+    return max((chain(rule.expr) for rule in rules if rule.kind == "alert"), default=0)
+
+
+def inline_for_server(rule: Rule, rules: Sequence[Rule], slo: SLO) -> str:
+    """A raw-reading rule's expression with the spec's recorded series it reads inlined (the server lacks them)."""
+    expr = rule.expr
+    for other in rules:
+        reference = series.recorded(other.name, slo)
+        if other.kind == "record" and other is not rule and reference in expr:
+            body = inline_for_server(other, rules, slo)
+            for label, value in other.labels.items():
+                body = f'label_replace({body}, "{label}", {quote(value)}, "", "")'
+            expr = expr.replace(reference, f"({body})")
+    left = _names(expr) & {other.name for other in rules if other.kind == "record"}
+    if left:
+        raise StepError(f"{rule.name} reads raw series and recorded series {', '.join(sorted(left))} together")
+    return expr
+
+
+class Backtest:
+    """Replays the rule groups of some specs over one time range of one server."""
+
+    def __init__(self, client: Client, start_ms: int, end_ms: int, warmup: int | None, align_ms: int = 0) -> None:
+        self.client = client
+        self.start_ms, self.end_ms = start_ms, end_ms
+        self.warmup = warmup
+        self.align_ms = align_ms
+        self.result = Result(start_ms, end_ms, warmup or 0)
+        self.series_limit: int | None = None
+
+    def grid(self, interval_ms: int, warm_ms: int) -> Grid:
+        """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
+        first = self.start_ms - warm_ms
+        start = (first - self.align_ms) // interval_ms * interval_ms + self.align_ms
+        if start < first:
+            start += interval_ms
+        return Grid(start, interval_ms, max(0, (self.end_ms - start) // interval_ms + 1))
+
+    def run_spec(
+        self, spec: SpecPlan, rule_file: bytes, default_interval_ms: int, series_limit: int | None = None
+    ) -> None:
+        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget)."""
+        self.series_limit = series_limit
+        interval, rules = rules_of(rule_file)
+        rules = needed(rules)
+        warm = self.warmup if self.warmup is not None else warmup_ms(rules)
+        self.result.warmup_ms = max(self.result.warmup_ms, warm)
+        grid = self.grid(interval or default_interval_ms, warm)
+        store = Store(grid)
+        recorded = {rule.name for rule in rules if rule.kind == "record"}
+        self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
+        for rule in rules:
+            try:
+                steps = self.evaluate(rule, rules, recorded, spec.slo, store)
+            except (StepError, QueryError) as exc:
+                self.result.problems.append(f"{spec.slo.name}: rule {rule.name}: {exc}")
+                if rule.kind == "record":  # everything after it would read a hole, not history
+                    self.result.problems.append(f"{spec.slo.name}: not replayed past {rule.name}")
+                    return
+                continue
+            if rule.kind == "record":
+                store.put_vectors(rule.name, rule.labels, steps)
+            else:
+                fired = alert_intervals(spec.slo.name, rule, grid, steps)
+                self.result.intervals += [i for i in fired if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
+        for episode in self.result.intervals:
+            if episode.spec == spec.slo.name and episode.condition_ms is None:
+                episode.condition_ms = condition_start(spec, episode, store)
+
+    def evaluate(self, rule: Rule, rules: Sequence[Rule], recorded: set[str], slo: SLO, store: Store) -> list[Vector]:
+        if _names(rule.expr) - recorded or rule.expr.startswith("vector("):
+            steps = self.from_server(inline_for_server(rule, rules, slo), store.grid)
+            found = len({frozenset(labels.items()) for vector in steps for labels, _ in vector})
+            if self.series_limit is not None and found > self.series_limit:
+                raise StepError(
+                    f"returned {found} series, more than the spec's series_budget of {self.series_limit}: "
+                    "a selector reads more than the spec expects (preflight shows which); the spec was not replayed"
+                )
+            return steps
+        evaluator = StepEvaluator(store)
+        steps = evaluator.run(rule.expr)
+        if evaluator.errors:
+            _step, message = evaluator.errors[0]
+            failed = len(evaluator.errors)
+            self.result.problems.append(
+                f"{slo.name}: rule {rule.name} failed at {failed} evaluation(s), first: {message}"
+            )
+        return steps
+
+    def from_server(self, expr: str, grid: Grid) -> list[Vector]:
+        """A raw-reading expression at every grid step, as range queries of at most 10,000 steps."""
+        steps: list[Vector] = [[] for _ in range(grid.n)]
+        for first in range(0, grid.n, MAX_POINTS_PER_QUERY):
+            last = min(grid.n, first + MAX_POINTS_PER_QUERY) - 1
+            start_s, end_s = grid.time(first) / 1000, grid.time(last) / 1000
+            for labels, points in self.client.query_range(expr, start_s, end_s, grid.step_ms / 1000):
+                for t, value in points:
+                    index = round((t * 1000 - grid.start_ms) / grid.step_ms)
+                    if 0 <= index < grid.n:
+                        steps[index].append((labels, value))
+        self.result.samples_read = self.client.samples_read
+        self.result.queries = self.client.requests
+        return steps
+
+
+def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> list[Interval]:
+    """Prometheus 2.42's alerting-rule state machine over the rule's results at each step."""
+    active: dict[frozenset[tuple[str, str]], _Alert] = {}
+    done: list[Interval] = []
+    for index, vector in enumerate(steps):
+        ts = grid.time(index)
+        seen = set()
+        for sample, _value in vector:
+            labels = {k: v for k, v in sample.items() if k != "__name__"} | rule.labels | {"alertname": rule.name}
+            key = frozenset(labels.items())
+            seen.add(key)
+            if key in active and active[key].state != "inactive":
+                continue
+            active[key] = _Alert(labels, ts)
+        for key, alert in list(active.items()):
+            if not _still_active(key in seen, alert, ts, rule.keep_firing_for_ms, active, key):
+                continue
+            if alert.state == "pending" and ts - alert.active_ms >= rule.for_ms:
+                alert.state = "firing"
+                alert.interval = Interval(spec, rule.name, alert.labels, alert.active_ms, ts)
+                done.append(alert.interval)
+    return done
+
+
+def _still_active(
+    present: bool, alert: _Alert, ts: int, keep_ms: int, active: dict[frozenset[tuple[str, str]], _Alert], key: Any
+) -> bool:
+    """One alert without (or with) a result this evaluation: kept firing, resolved, or dropped."""
+    if present:
+        alert.keep_since = None
+        return True
+    keep = False
+    if alert.state == "firing" and keep_ms > 0:
+        alert.keep_since = ts if alert.keep_since is None else alert.keep_since
+        keep = ts - alert.keep_since < keep_ms
+    if alert.state == "pending" or (alert.resolved_ms is not None and ts - alert.resolved_ms > RESOLVED_RETENTION_MS):
+        del active[key]
+    if alert.state != "inactive" and not keep:
+        if alert.state == "firing" and alert.interval is not None:
+            alert.interval.resolved_ms = ts
+        alert.state, alert.resolved_ms = "inactive", ts
+    return keep
+
+
+def _signal(slo: SLO, store: Store) -> dict[tuple[tuple[str, str], ...], list[float | None]]:
+    """The spec's current value per slice and step: the 5m error ratio, or the recorded gauge."""
+
+    def by_slice(name: str) -> dict[tuple[tuple[str, str], ...], list[float | None]]:
+        return {
+            tuple((label, labels.get(label, "")) for label in slo.slice.by): values
+            for labels, values in store.series.get(name, {}).values()
+        }
+
+    if not slo.counts_events:
+        return by_slice(series.VALUE)
+    bad, total = by_slice(series.BAD_5M), by_slice(series.TOTAL_5M)
+    return {
+        key: [
+            None if b is None or t is None or not t else b / t
+            for b, t in zip(bad.get(key, values), values, strict=True)
+        ]
+        for key, values in total.items()
+    }
+
+
+def _beyond(spec: SpecPlan, alert: AlertSpec, value: float | None) -> bool:
+    if alert.kind == "no_data":
+        return value is None
+    if value is None or math.isnan(value):
+        return False
+    if alert.burn is not None and spec.slo.objective is not None:
+        return value > spec.slo.objective.threshold(alert.burn)
+    band = alert.band
+    if band is None:
+        return False
+    if alert.side == "Above":
+        return band.maximum is not None and value > band.maximum
+    return band.minimum is not None and value < band.minimum
+
+
+def condition_start(spec: SpecPlan, found: Interval, store: Store) -> int | None:
+    """When the condition behind a firing began: the first step of the run of steps before it became
+    pending in which the spec's 5m value was already beyond this alert's threshold."""
+    alert = next((a for a in spec.alerts if a.name == found.alert and _labels_match(a, found.labels)), None)
+    if alert is None:
+        return None
+    key = tuple((label, found.labels.get(label, "")) for label in spec.slo.slice.by)
+    values = _signal(spec.slo, store).get(key)
+    grid = store.grid
+    index = grid.at_or_before(found.active_ms)
+    if alert.kind == "no_data":
+        values = values or [None] * grid.n
+    if values is None or not 0 <= index < grid.n or not _beyond(spec, alert, values[index]):
+        return None
+    while index > 0 and _beyond(spec, alert, values[index - 1]):
+        index -= 1
+    return grid.time(index)
+
+
+def _labels_match(alert: AlertSpec, labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in alert.labels)
