@@ -180,6 +180,7 @@ class BurnAlert:
     factor: float
     for_ms: int
     keep_firing_for_ms: int
+    hourly_days: bool = True  # windows of a day or more read hourly points; False: the 5m series (Sloth policy)
 
 
 @dataclass(frozen=True)

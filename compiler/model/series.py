@@ -31,15 +31,16 @@ def recorded(name: str, slo: SLO | str) -> str:
     return f"{name}{{slo={quote(slo_name)}}}"
 
 
-def window_ratio(slo: SLO, window_ms: int, offset_ms: int = 0) -> str:
+def window_ratio(slo: SLO, window_ms: int, offset_ms: int = 0, hourly_days: bool = True) -> str:
     """The error ratio over ``window_ms``, read only from the SLO's recorded series.
 
     5m and 1h read a recorded series directly; windows under a day average the 5m series
     (at most 288 samples per slice); windows of a day or more average the hourly series at
-    1h steps (720 points for 30 days), so they lag by up to an hour.
+    1h steps (720 points for 30 days), so they lag by up to an hour, unless ``hourly_days``
+    is False (the Sloth policy), when they average the 5m series like shorter windows.
     """
     offset = f" offset {format_duration(offset_ms)}" if offset_ms else ""
-    source = WindowSource.of(window_ms)
+    source = WindowSource.of(window_ms, hourly_days)
     if source is WindowSource.RATE_5M:
         return f"{recorded(BAD_5M, slo)}{offset} / {recorded(TOTAL_5M, slo)}{offset}"
     if source is WindowSource.RATE_1H:

@@ -46,6 +46,33 @@ DEFAULT_POLICY: tuple[PolicyStep, ...] = (
     PolicyStep("ticket", 3 * DAY, 6 * HOUR, 0.10, 3 * HOUR),
 )
 
+# Sloth's built-in catalogue (google-30d/28d): the same pairs and budget shares, without `for`,
+# each alert firing the evaluation both windows cross. Sloth reads every window as a rate over
+# the whole window, so this policy reads its day windows from the 5m series too (no hourly lag):
+# a spec migrated from Sloth pages and tickets within a minute of when Sloth did.
+SLOTH_POLICY: tuple[PolicyStep, ...] = tuple(
+    PolicyStep(step.severity, step.long_ms, step.short_ms, step.budget_share, 0) for step in DEFAULT_POLICY
+)
+
+
+@dataclass(frozen=True)
+class BurnPolicy:
+    """A named burn policy a spec selects with ``objective.burn_policy``."""
+
+    steps: tuple[PolicyStep, ...]
+    hourly_days: bool  # windows of a day or more read hourly points (cheap; up to an hour late)
+    summary: str
+
+
+BURN_POLICIES: dict[str, BurnPolicy] = {
+    "default": BurnPolicy(DEFAULT_POLICY, True, "the SRE Workbook pairs with for 2m/15m/1h/3h"),
+    "sloth": BurnPolicy(
+        SLOTH_POLICY,
+        False,
+        "Sloth's pairs (5m/1h 14.4x, 30m/6h 6x, 2h/1d 3x, 6h/3d 1x for 30d), no for, day windows from the 5m series",
+    ),
+}
+
 
 def burn_factor(budget_share: float, period_ms: int, long_ms: int) -> float:
     """How many times faster than even the budget burns when ``budget_share`` goes in ``long_ms``."""
@@ -71,23 +98,24 @@ class WindowSource(enum.Enum):
     HOURLY = "hourly points"  # windows of a day or more average the 1h series at 1h steps
 
     @classmethod
-    def of(cls, window_ms: int) -> WindowSource:
+    def of(cls, window_ms: int, hourly_days: bool = True) -> WindowSource:
+        """``hourly_days`` False (the Sloth policy): every longer window averages the 5m series."""
         if window_ms == RAW_RANGE_MS:
             return cls.RATE_5M
         if window_ms == HOUR:
             return cls.RATE_1H
-        if window_ms < DAY or window_ms % HOUR:
+        if window_ms < DAY or window_ms % HOUR or not hourly_days:
             return cls.AVG_5M
         return cls.HOURLY
 
 
-def first_point_minute(window_ms: int, first_minute: int) -> int:
+def first_point_minute(window_ms: int, first_minute: int, hourly_days: bool = True) -> int:
     """The first minute a window's ratio exists when its input starts at ``first_minute``.
 
     Hourly subqueries align their points to the full hour, so a window read at 1h steps
     has its first point at the first full hour after the input starts.
     """
-    if WindowSource.of(window_ms) is WindowSource.HOURLY:
+    if WindowSource.of(window_ms, hourly_days) is WindowSource.HOURLY:
         return first_hourly_point_minute(first_minute)
     return first_minute
 

@@ -338,14 +338,14 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
         .description(_description(model, slo, what, names))
         .with_target(
             _query(
-                _scoped(f"({series.window_ratio(slo, burn.long_ms)}) / {budget_text}", slo),
+                _scoped(f"({series.window_ratio(slo, burn.long_ms, 0, burn.hourly_days)}) / {budget_text}", slo),
                 _legend(slo, long_w),
                 "A",
             )
         )
         .with_target(
             _query(
-                _scoped(f"({series.window_ratio(slo, burn.short_ms)}) / {budget_text}", slo),
+                _scoped(f"({series.window_ratio(slo, burn.short_ms, 0, burn.hourly_days)}) / {budget_text}", slo),
                 _legend(slo, short_w),
                 "B",
             )

@@ -156,8 +156,8 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     threshold = go_float(objective.threshold(burn))
     long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
     expr = (
-        f"(\n  {series.window_ratio(slo, burn.long_ms)}\n) > {threshold}\n"
-        f"and\n(\n  {series.window_ratio(slo, burn.short_ms)}\n) > {threshold}"
+        f"(\n  {series.window_ratio(slo, burn.long_ms, hourly_days=burn.hourly_days)}\n) > {threshold}\n"
+        f"and\n(\n  {series.window_ratio(slo, burn.short_ms, hourly_days=burn.hourly_days)}\n) > {threshold}"
     )
     period = format_duration(objective.period_ms)
     exhaustion = format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))

@@ -146,6 +146,12 @@ def _windows(slo: SLO) -> list[int]:
     return sorted({w for burn in slo.objective.burn_alerts for w in (burn.long_ms, burn.short_ms)})
 
 
+def _hourly_days(slo: SLO) -> bool:
+    """Whether the spec's day windows read hourly points (all but the Sloth policy's)."""
+    assert slo.objective is not None
+    return all(burn.hourly_days for burn in slo.objective.burn_alerts)
+
+
 def paste_queries(slo: SLO) -> dict[str, list[Query]]:
     """The "PromQL to paste" blocks, by sub-heading."""
     value = series.value(slo)
@@ -163,7 +169,7 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
             Query(
                 f"Burn rate over {format_duration(window)} (error ratio over the {budget} budget; 1 spends it "
                 f"exactly over {format_duration(slo.objective.period_ms)}):",
-                f"(\n  {series.window_ratio(slo, window)}\n) / {budget}",
+                f"(\n  {series.window_ratio(slo, window, hourly_days=_hourly_days(slo))}\n) / {budget}",
             )
             for window in _windows(slo)
         ]

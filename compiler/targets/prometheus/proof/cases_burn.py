@@ -136,7 +136,7 @@ def outage(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group:
     for rule in burns:
         assert rule.burn is not None
         states_at(ctx, group, resolved[pair(rule)], [rule], [None])
-        long_ratio = series.window_ratio(ctx.slo, rule.burn.long_ms)
+        long_ratio = series.window_ratio(ctx.slo, rule.burn.long_ms, hourly_days=rule.burn.hourly_days)
         # When the short window clears (keep_firing_for may hold the alert past the long window's memory).
         expect(group, f"count(({long_ratio}) > {go_float(ctx.threshold(rule))})", cleared[pair(rule)], one_series())
     return group

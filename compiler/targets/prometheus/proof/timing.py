@@ -34,7 +34,7 @@ def pair_onset(rule: AlertRule, data_start: int) -> int:
     """The first minute both windows of a burn pair have a point, when their input starts at ``data_start``."""
     burn = rule.burn
     assert burn is not None
-    return max(first_point_minute(window, data_start) for window in (burn.long_ms, burn.short_ms))
+    return max(first_point_minute(window, data_start, burn.hourly_days) for window in (burn.long_ms, burn.short_ms))
 
 
 def burn_times(rule: AlertRule, inputs: Inputs) -> tuple[int, int]:
