@@ -15,10 +15,12 @@ import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
+from compiler.importers import import_files
 from compiler.model import Model
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, plan
@@ -89,7 +91,27 @@ def _parser() -> argparse.ArgumentParser:
         description="Write byte copies of the packaged JSON Schemas (slo, owners, project) into --out.",
     )
     schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
+    _import_parser(commands)
     return parser
+
+
+def _import_parser(commands: Any) -> None:
+    """``import sloth FILE... | import openslo FILE...``: specs of ours from another tool's SLOs."""
+    sub = commands.add_parser(
+        "import",
+        help="write specs from Sloth or OpenSLO SLOs, one per SLO, with placeholders for what they lack",
+        description=(
+            "Write one spec per Sloth or OpenSLO SLO into --out. What the source lacks (owner, family, "
+            "slice, mitigation) is written as PLACEHOLDER values that fail validation until filled in; "
+            "the Sloth burn policy is selected, so the SLO pages when Sloth's rules did."
+        ),
+    )
+    sub.add_argument("format", choices=("sloth", "openslo"), help="the format of the files")
+    sub.add_argument("files", nargs="+", metavar="FILE", help="Sloth or OpenSLO YAML files")
+    sub.add_argument(
+        "--out", type=Path, default=Path("slo_specs/imported"), help="where to write the specs (slo_specs/imported)"
+    )
+    sub.add_argument("--force", action="store_true", help="replace spec files that already exist")
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -288,6 +310,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    _, code = import_files(args.format, list(args.files), args.out, args.force)
+    return code
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "explain": cmd_explain,
@@ -295,6 +322,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "check": cmd_check,
     "diff": cmd_diff,
     "schemas": cmd_schemas,
+    "import": cmd_import,
 }
 NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff"})
 
