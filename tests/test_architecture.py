@@ -34,6 +34,7 @@ STAGES = {
     "compiler.explain": "views",
     "compiler.review": "views",
     "compiler.write": "write",
+    "compiler.importers": "importers",
 }
 
 # What each stage may import (besides itself and the standard library / third parties).
@@ -48,7 +49,10 @@ ALLOWED: dict[str, set[str]] = {
     "targets": {"diagnostics", "promql", "text", "model", "plan"},
     "views": {"diagnostics", "promql", "text", "model", "plan"},
     "write": {"diagnostics"},
-    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "write"},
+    "importers": {"diagnostics", "promql", "text", "model", "source"},
+    "cli": {
+        "root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "write", "importers"
+    },
 }
 
 

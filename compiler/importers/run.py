@@ -112,6 +112,12 @@ def _write(draft: Draft, source: str, out: Path, force: bool, outcome: Outcome) 
             draft.where, f"{target} exists; not overwritten (run again with --force to replace it)"
         )
         return
+    if draft.alert_name and any(d.alert_name == draft.alert_name for _, d in outcome.written):
+        draft.notes.append(
+            f"alert name {draft.alert_name} is already used by another imported SLO (Sloth allows that; here one "
+            "silence would hit both): the default name is used"
+        )
+        draft.alert_name = None
     try:
         out.mkdir(parents=True, exist_ok=True)
         target.write_text(emit.render(draft, source), encoding="utf-8")
