@@ -201,7 +201,7 @@ def _conformance(example: Path, tmp_path: Path, shapes: dict[str, tuple[int, flo
         pytest.xfail(f"the test generator cannot prove this imported SLI: {result.stderr.strip()[:300]}")
     assert result.returncode == 0, result.stderr
     sloth_rules = _sloth_rules(SLOTH / "examples" / "_gen" / example.name, out / "prometheus" / "rules" / "sloth.yaml")
-    for path, draft in drafts[:1]:
+    for _path, draft in drafts[:1]:
         ours = out / "prometheus" / "rules" / f"{draft.name}.rules.yaml"
         check = subprocess.run(["promtool", "check", "rules", str(ours)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
