@@ -24,6 +24,7 @@ from typing import Any
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain
+from compiler.importers import import_files
 from compiler.live import preflight
 from compiler.live.backtest import Backtest
 from compiler.live.client import Access, Client, LiveError
@@ -102,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
     _live_parsers(commands, common)
+    _import_parser(commands)
     return parser
 
 
@@ -115,9 +117,7 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     live.add_argument("--basic-auth-password-file", type=Path, metavar="FILE", help="file holding the password")
     live.add_argument("--ca-file", type=Path, metavar="FILE", help="CA certificate to verify the server's TLS")
-    live.add_argument(
-        "--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default: 30)"
-    )
+    live.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default: 30)")
     live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
     preflight = commands.add_parser(
         "preflight",
@@ -145,6 +145,25 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         help="history evaluated before the start so windows are full (default: the longest window the alerts read)",
     )
     backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
+
+
+def _import_parser(commands: Any) -> None:
+    """``import sloth FILE... | import openslo FILE...``: specs of ours from another tool's SLOs."""
+    sub = commands.add_parser(
+        "import",
+        help="write specs from Sloth or OpenSLO SLOs, one per SLO, with placeholders for what they lack",
+        description=(
+            "Write one spec per Sloth or OpenSLO SLO into --out. What the source lacks (owner, family, "
+            "slice, mitigation) is written as PLACEHOLDER values that fail validation until filled in; "
+            "the Sloth burn policy is selected, so the SLO pages when Sloth's rules did."
+        ),
+    )
+    sub.add_argument("format", choices=("sloth", "openslo"), help="the format of the files")
+    sub.add_argument("files", nargs="+", metavar="FILE", help="Sloth or OpenSLO YAML files")
+    sub.add_argument(
+        "--out", type=Path, default=Path("slo_specs/imported"), help="where to write the specs (slo_specs/imported)"
+    )
+    sub.add_argument("--force", action="store_true", help="replace spec files that already exist")
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -450,6 +469,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_import(args: argparse.Namespace) -> int:
+    _, code = import_files(args.format, list(args.files), args.out, args.force)
+    return code
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "explain": cmd_explain,
@@ -459,6 +483,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "schemas": cmd_schemas,
     "preflight": cmd_preflight,
     "backtest": cmd_backtest,
+    "import": cmd_import,
 }
 NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff", "preflight", "backtest"})
 

@@ -35,6 +35,7 @@ STAGES = {
     "compiler.review": "views",
     "compiler.live": "live",
     "compiler.write": "write",
+    "compiler.importers": "importers",
 }
 
 # What each stage may import (besides itself and the standard library / third parties).
@@ -50,7 +51,21 @@ ALLOWED: dict[str, set[str]] = {
     "views": {"diagnostics", "promql", "text", "model", "plan"},
     "live": {"diagnostics", "promql", "text", "model", "plan"},
     "write": {"diagnostics"},
-    "cli": {"root", "diagnostics", "promql", "text", "model", "source", "plan", "targets", "views", "live", "write"},
+    "importers": {"diagnostics", "promql", "text", "model", "source"},
+    "cli": {
+        "root",
+        "diagnostics",
+        "promql",
+        "text",
+        "model",
+        "source",
+        "plan",
+        "targets",
+        "views",
+        "live",
+        "write",
+        "importers",
+    },
 }
 
 

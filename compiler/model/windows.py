@@ -56,6 +56,31 @@ DEFAULT_POLICY: tuple[PolicyStep, ...] = (
     PolicyStep("ticket", 3 * DAY, 6 * HOUR, 0.10, 3 * HOUR),
 )
 
+# Sloth's built-in catalogue (google-30d/28d): the same pairs and budget shares, without `for`,
+# each alert firing the evaluation both windows cross. Every window here is whole at every
+# evaluation (a sum of recorded blocks), as Sloth's rate over the whole window is, so a spec
+# migrated from Sloth pages and tickets within a minute of when Sloth did.
+SLOTH_POLICY: tuple[PolicyStep, ...] = tuple(
+    PolicyStep(step.severity, step.long_ms, step.short_ms, step.budget_share, 0) for step in DEFAULT_POLICY
+)
+
+
+@dataclass(frozen=True)
+class BurnPolicy:
+    """A named burn policy a spec selects with ``objective.burn_policy``."""
+
+    steps: tuple[PolicyStep, ...]
+    summary: str
+
+
+BURN_POLICIES: dict[str, BurnPolicy] = {
+    "default": BurnPolicy(DEFAULT_POLICY, "the SRE Workbook pairs with for 2m/15m/1h/3h"),
+    "sloth": BurnPolicy(
+        SLOTH_POLICY,
+        "Sloth's pairs (5m/1h 14.4x, 30m/6h 6x, 2h/1d 3x, 6h/3d 1x for 30d), no for",
+    ),
+}
+
 
 def burn_factor(budget_share: float, period_ms: int, long_ms: int) -> float:
     """How many times faster than even the budget burns when ``budget_share`` goes in ``long_ms``."""

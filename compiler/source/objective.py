@@ -14,9 +14,9 @@ from compiler.model import (
     StateSLI,
 )
 from compiler.model.windows import (
+    BURN_POLICIES,
     BURN_WINDOW_STEP_MS,
     DAY,
-    DEFAULT_POLICY,
     DEFAULT_TRAFFIC_GUARD,
     HOUR,
     MAX_WAIT_MS,
@@ -139,7 +139,8 @@ def target_in_percent(r: SpecReader, written: object) -> bool:
 def read_burn_alerts(r: SpecReader, target: float, period: int) -> tuple[BurnAlert, ...]:
     """The window pairs: the default policy (factors from the period) or the spec's own, all checked."""
     raw = r.data.get("objective", {}).get("burn_alerts")
-    steps = _default_steps(period) if raw is None else _declared_steps(r, raw, period)
+    policy = _policy_name(r, raw is not None)
+    steps = _default_steps(period, policy) if raw is None else _declared_steps(r, raw, period)
     budget = 1 - target
     for key, alert in steps:
         for window in (alert.long_ms, alert.short_ms):
@@ -158,10 +159,23 @@ def read_burn_alerts(r: SpecReader, target: float, period: int) -> tuple[BurnAle
     return tuple(alert for _, alert in steps)
 
 
-def _default_steps(period: int) -> list[tuple[PathKey, BurnAlert]]:
-    """The default policy's pairs; problems with them belong to the period that sets their factors."""
+def _policy_name(r: SpecReader, declared: bool) -> str:
+    """``objective.burn_policy`` (default ``default``); it names the pairs, so it cannot sit next to burn_alerts."""
+    name = str(r.data.get("objective", {}).get("burn_policy", "default"))
+    if declared and "burn_policy" in r.data.get("objective", {}):
+        r.error(
+            ("objective", "burn_policy"),
+            f"burn_policy {name} and burn_alerts both choose the window pairs; keep one: burn_alerts replaces "
+            "the policy",
+        )
+    return name
+
+
+def _default_steps(period: int, policy: str = "default") -> list[tuple[PathKey, BurnAlert]]:
+    """The named policy's pairs; problems with them belong to the period that sets their factors."""
     steps: list[tuple[PathKey, BurnAlert]] = []
-    for step in DEFAULT_POLICY:
+    chosen = BURN_POLICIES[policy]
+    for step in chosen.steps:
         factor = clean_number(burn_factor(step.budget_share, period, step.long_ms)) if period else 0.0
         alert = BurnAlert(step.severity, step.long_ms, step.short_ms, factor, step.for_ms, 0)
         steps.append((("objective", "period"), alert))

@@ -26,6 +26,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from compiler.diagnostics import Diagnostics
+from compiler.source import placeholders
 from compiler.source.load import Document
 
 SCHEMA_DIR: Traversable = resources.files("compiler").joinpath("schemas")
@@ -223,6 +224,8 @@ def check_document(document: Document, diagnostics: Diagnostics) -> Checked | No
         return None
     errors = sorted(_validator(kind).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     before = len(diagnostics)
+    filled_in = placeholders.report(document, diagnostics)
+    errors = [e for e in errors if not placeholders.covers(filled_in, tuple(e.absolute_path))]
     for error in errors:
         _report(error, document, diagnostics)
     non_finite = [path for path, _ in _non_finite(data)]
@@ -231,6 +234,7 @@ def check_document(document: Document, diagnostics: Diagnostics) -> Checked | No
     if valid:
         return Checked(kind, document, frozenset(), True)
     broken, unknown = _sections_at_fault(errors, non_finite)
+    broken |= {str(path[0]) for path in filled_in if path}  # no section reader may read a placeholder
     return Checked(kind, _without(document, unknown), broken, False)
 
 

@@ -122,6 +122,7 @@ SLOBurnAlert = TypedDict(
 class SLOObjective(TypedDict, total=False):
     target: Required[str | int | float]
     period: Required[str]
+    burn_policy: NotRequired[Literal['default', 'sloth']]
     burn_alerts: NotRequired[list[SLOBurnAlert]]
     traffic_guard: NotRequired[bool | str | int | float]
 
