@@ -98,11 +98,15 @@ HOLD_OFFSETS = 3  # default relative.hold: a storm is judged against its pre-sto
 MIN_HOLD_OFFSETS = 2  # a hold shorter than 2x the offset would not keep a storm that outlasts the offset
 
 
-def relative_hold(r: SpecReader, section: str, offset_ms: int) -> int:
-    """How long a crossing is judged against its pre-crossing baseline: whole minutes, 2x to 4 weeks."""
+def relative_hold(r: SpecReader, section: str, offset_ms: int, given: bool = True) -> int:
+    """How long a crossing is judged against its pre-crossing baseline: whole minutes, 2x to 4 weeks.
+
+    A default hold (3x the offset) is only as wrong as the offset it follows: the offset's own
+    error says what to fix, so the default is not judged again.
+    """
     key: PathKey = (section, "relative", "hold")
     hold = r.duration(key, HOLD_OFFSETS * offset_ms)
-    if offset_ms <= 0:
+    if offset_ms <= 0 or not given:
         return hold
     text = promql.format_duration(hold)
     if hold % MINUTE or hold < MIN_HOLD_OFFSETS * offset_ms:
@@ -126,7 +130,7 @@ def read_relative(
         rel.get("max_factor"),
         rel.get("min_factor"),
         float(rel.get("floor", 0)),
-        hold_ms=relative_hold(r, section, offset),
+        hold_ms=relative_hold(r, section, offset, given=rel.get("hold") is not None),
         normal=None if rel.get("normal") is None else float(rel["normal"]),
     )
 
