@@ -17,7 +17,7 @@ import jinja2
 
 from compiler.model import SLO, Channel, Model, Range, links
 from compiler.plan import AlertSpec, Plan, SpecPlan
-from compiler.plan.quality import Quality, quality
+from compiler.plan.quality import Quality, figure_text, quality
 from compiler.promql import format_duration
 from compiler.targets.catalog.chart import burn_chart
 from compiler.text.numbers import clean_number, go_float
@@ -38,12 +38,7 @@ def _env() -> jinja2.Environment:
     return env
 
 
-def _ms(value: int | None) -> str:
-    """A figure to the second, rounded up (a detection at 10m38.4s is shown as 10m39s)."""
-    if value is None:
-        return "never"
-    seconds = -(-value // 1000)
-    return format_duration(seconds * 1000) if seconds else "0s"
+_ms = figure_text
 
 
 def _number(value: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.plan import SpecPlan
-from compiler.plan.quality import quality
+from compiler.plan.quality import figure_text, quality
 from compiler.promql import format_duration
 
 
@@ -18,14 +18,6 @@ class DetectionRow:
     twice: str
     budget_spent: str
     resolve: str
-
-
-def _duration(value: int | None) -> str:
-    """To the second, rounded up; None (the alert cannot fire on it) is "never"."""
-    if value is None:
-        return "never"
-    seconds = -(-value // 1000)
-    return format_duration(seconds * 1000) if seconds else "0s"
 
 
 def detection_rows(spec: SpecPlan) -> list[DetectionRow]:
@@ -43,10 +35,10 @@ def detection_rows(spec: SpecPlan) -> list[DetectionRow]:
                 alert=alert.name,
                 severity=alert.severity_text,
                 windows=windows,
-                full_outage=_duration(figures.full_outage_ms),
-                twice=_duration(figures.twice_threshold_ms),
+                full_outage=figure_text(figures.full_outage_ms),
+                twice=figure_text(figures.twice_threshold_ms),
                 budget_spent=spent,
-                resolve=_duration(figures.resolve_ms),
+                resolve=figure_text(figures.resolve_ms),
             )
         )
     return rows
