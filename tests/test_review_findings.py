@@ -21,7 +21,7 @@ import pytest
 from compiler.model import SLO, Model
 from tests import engines
 from tests.support import LIBRARY_SPECS, compile_tree
-from tests.test_fleet_signals import _alert, _webhook_model
+from tests.test_fleet_signals import _alert, _count, _run_cases, _series, _webhook_model
 from tests.test_hostile_routing import post_alerts, write_alertmanager
 from tests.test_library_commands import _findings as unsafe_findings
 from tests.test_library_commands import _texts
@@ -64,7 +64,7 @@ OLD_STEPS = {
     ),
     "cluster-dns-latency: type label": (
         "cluster-dns-latency",
-        'Find where the slowness is: histogram_quantile(0.99, sum by (le, server, zone, type) '
+        "Find where the slowness is: histogram_quantile(0.99, sum by (le, server, zone, type) "
         '(rate(coredns_dns_request_duration_seconds_bucket{job="coredns"}[5m]))).',
     ),
     "etcd-db-quota: compact to the current revision": (
@@ -105,9 +105,15 @@ def cache_gate_findings(slos: tuple[SLO, ...]) -> list[str]:
     found = []
     for slo in slos:
         texts = [(where, text) for where, text in _texts(slo) if CACHE_GATE in text]
-        found += [f"{slo.name} mitigation.{where}: reads as a step" for where, text in texts if not re.search(NOT_A_STEP, text)]
+        found += [
+            f"{slo.name} mitigation.{where}: reads as a step"
+            for where, text in texts
+            if not re.search(NOT_A_STEP, text)
+        ]
         joined = " ".join(text for _, text in texts)
-        found += [f"{slo.name}: {caveat} not said" for caveat in GATE_CAVEATS if texts and not re.search(caveat, joined)]
+        found += [
+            f"{slo.name}: {caveat} not said" for caveat in GATE_CAVEATS if texts and not re.search(caveat, joined)
+        ]
     return found
 
 
@@ -223,7 +229,9 @@ def test_protected_level_rejections_fire_once_per_starved_level(tmp_path: Path) 
     per_level = {
         "expr": f'count by (cluster, priority_level) (ALERTS{{alertname="{APF_PAGE}",alertstate="firing"}})',
         "eval_time": "20m",
-        "exp_samples": [{"labels": f'{{cluster="{c}",priority_level="{level}"}}', "value": 1} for c, level in STARVED_LEVELS],
+        "exp_samples": [
+            {"labels": f'{{cluster="{c}",priority_level="{level}"}}', "value": 1} for c, level in STARVED_LEVELS
+        ],
     }
     tests = [{"interval": "1m", "input_series": series, "promql_expr_test": [per_level, firing(APF_PAGE, "20m", 3)]}]
     result = promtool_test(tmp_path, "apf-protected-level-rejections.rules.yaml", tests)
@@ -250,3 +258,39 @@ def test_protected_level_pages_reach_on_call_once_per_starved_level(tmp_path: Pa
         (n["groupLabels"]["cluster"], n["groupLabels"]["priority_level"], len(n["alerts"])) for n in notifications
     )
     assert delivered == [(cluster, level, 1) for cluster, level in STARVED_LEVELS], delivered
+
+
+# -- X8 for drops: one host that drops is seen (nic-drop-budget ⚠️ (1)) ---------------------------
+
+
+def _dropping_nics(bad: tuple[str, str]) -> list[dict[str, str]]:
+    """Five nodes with two NICs each at 100k packets/s for 50 minutes; ``bad`` drops 2%, the rest 1e-7."""
+    found = []
+    for node in range(5):
+        for device in ("eth0", "eth1"):
+            unit = (f"10.0.0.{node}:9100", device)
+            drops = 120_000 if unit == bad else 0.6  # per minute: 2% or 1e-7 of 6,000,000 packets
+            base = {"cluster": "c1", "instance": unit[0], "device": device, "job": "node-exporter"}
+            found.append(_series("node_network_receive_packets_total", "0+6000000x50", **base))
+            found.append(_series("node_network_transmit_packets_total", "0+0x50", **base))
+            found.append(_series("node_network_receive_drop_total", f"0+{drops}x50", **base))
+            found.append(_series("node_network_transmit_drop_total", "0+0x50", **base))
+    return found
+
+
+def test_one_dropping_nic_among_healthy_ones_is_a_ticket_naming_it(tmp_path: Path) -> None:
+    """2% drops on one NIC of ten (a cluster ratio of 0.2%): a ticket naming instance and device after 30m."""
+    ticket = "NICDropsUnitAboveCriticalRange"
+    cases = {
+        "10.0.0.3 eth1 drops 2%": {
+            "input_series": _dropping_nics(("10.0.0.3:9100", "eth1")),
+            "promql_expr_test": [
+                _count(ticket, "29m", None),
+                _count(ticket, "31m", 1, instance="10.0.0.3:9100", device="eth1"),
+                _count(ticket, "31m", 1),
+                _count("NICDropsAboveCriticalRange", "50m", None),
+            ],
+        }
+    }
+    result = _run_cases(tmp_path, "nic-drop-budget", cases)
+    assert result.returncode == 0, result.stdout + result.stderr
