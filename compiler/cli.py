@@ -255,7 +255,14 @@ def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
         return EXIT_PROBLEMS
+    print_notes(plan(model))
     return model, files
+
+
+def print_notes(compiled: Plan) -> None:
+    """What the user should know about this compilation without it being a problem (exit stays 0)."""
+    for note in compiled.notes:
+        print(f"{note.position}: note: {note.message}", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -265,8 +272,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if isinstance(compiled, int):
         return compiled
     model, _ = compiled
-    sys.stdout.write(budget_report(model))
-    print(f"slo-compiler: {len(model.slos)} spec(s) valid")
+    planned = plan(model)
+    sys.stdout.write(budget_report(planned.model))
+    left_out = f" ({len(planned.left_out)} left out by the scrape profile, see the notes)" if planned.left_out else ""
+    print(f"slo-compiler: {len(model.slos)} spec(s) valid{left_out}")
     return EXIT_OK
 
 
@@ -275,12 +284,18 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if isinstance(compiled, int):
         return compiled
     model, files = compiled
+    planned = plan(model)
+    left = next((item for item in planned.left_out if item.slo.name == args.spec), None)
+    if left is not None:
+        print(f"{left.slo.name}  ({left.slo.family}, owner {left.slo.owner.name}; {left.slo.source})")
+        print(f"  not compiled: {left.reason}")
+        return EXIT_OK
     chosen = next((slo for slo in model.slos if slo.name == args.spec), None)
     if chosen is None:
         names = ", ".join(slo.name for slo in model.slos)
         print(f"slo-compiler: no spec named {args.spec!r} (specs: {names})", file=sys.stderr)
         return EXIT_USAGE
-    sys.stdout.write(explain(model, plan(model).of(chosen), files))
+    sys.stdout.write(explain(planned.model, planned.of(chosen), files))
     return EXIT_OK
 
 
@@ -289,7 +304,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if isinstance(compiled, int):
         return compiled
     model, files = compiled
-    return _generate(files, args.out, args.specs, len(model.slos))
+    return _generate(files, args.out, args.specs, len(plan(model).specs))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

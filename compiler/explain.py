@@ -16,6 +16,7 @@ from compiler.model import SLO, Model
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
 from compiler.plan import SpecPlan
+from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration
 from compiler.text.numbers import clean_number, go_float
 
@@ -62,6 +63,8 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     add("")
     add(f"slice: by ({', '.join(slo.slice.by) or 'nothing: cluster-wide'})")
     add(f"SLI: {type(slo.sli).__name__.removesuffix('SLI').lower()}, value unit {slo.unit}")
+    for fallback, read in edge_fallbacks(slo):
+        add(f"  note: {fallback_text(fallback, read)}")
     if slo.objective is not None:
         objective = slo.objective
         add(

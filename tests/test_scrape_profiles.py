@@ -10,14 +10,13 @@ claim is about the generated tests, the real promtool.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 from compiler.model.stacks import BUILT_IN_STACKS
 from compiler.promql import Matcher
 from tests.conftest import PROJECT_YAML, RunCli
-from tests.test_errors import diagnostics, edit, message_at, validate
+from tests.test_errors import edit, message_at, validate
 
 SLO = "specs/network/dns-errors.yaml"
 PROJECT = "specs/project.yaml"
@@ -292,23 +291,6 @@ def test_job_matcher_in_a_latency_selector_next_to_a_component_is_an_error(
     edit(slo_file, ORIGINAL_SLI, sli)
     message = message_at(validate(run_cli, tmp_path, problems=1), f"{SLO}:13:15")
     assert message.startswith("sli.latency.selector matches on job and slice.component 'apiserver'"), message
-
-
-def test_the_library_on_kube_prometheus_refuses_the_dropped_30s_list_threshold(
-    run_cli: RunCli, tmp_path: Path, repo_root: Path
-) -> None:
-    """Review X1 on the shipped specs: kube-prometheus drops le="30", the cluster-scope LIST threshold."""
-    specs = tmp_path / "specs"
-    shutil.copytree(repo_root / "slo_specs", specs)
-    edit(specs / "project.yaml", "  stack: kube-prometheus-stack\n", "  stack: kube-prometheus\n")
-    stderr = validate(run_cli, tmp_path)
-    problems = diagnostics(stderr)
-    assert problems, stderr
-    assert all("is an edge kube-prometheus drops" in line for line in problems), stderr
-    assert any(
-        line.startswith("specs/scheduling-api-latency/apiserver-read-latency.yaml:") and "latency threshold 30 " in line
-        for line in problems
-    ), stderr
 
 
 def test_the_library_reads_coredns_by_the_job_kube_prometheus_stack_gives_it(repo_root: Path) -> None:

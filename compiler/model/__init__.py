@@ -6,7 +6,7 @@ arithmetic on windows is exact; ratios are floats already converted from percent
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from compiler.diagnostics import Position
@@ -96,6 +96,8 @@ class Slice:
     joins: tuple[Join, ...]  # applied in order; a later join may match on labels an earlier one attached
     cardinality: tuple[tuple[str, int], ...] = ()  # declared distinct values per label, for series budgets
     component: str | None = None  # the scrape-profile component the spec reads (slice.component)
+    # where slice.component is written, for the plan's notes
+    component_at: Position | None = field(default=None, compare=False)
 
     @property
     def joined_labels(self) -> tuple[str, ...]:
@@ -126,6 +128,22 @@ class RatioSLI:
 class LatencyThreshold:
     le: float
     when: tuple[Matcher, ...]
+    fallback: EdgeFallback | None = None  # set when ``le`` replaces a declared edge the stack drops
+
+
+@dataclass(frozen=True)
+class EdgeFallback:
+    """A threshold whose declared edge the stack drops, read at the nearest kept edge above instead.
+
+    Only when the spec says so (``on_dropped_edge: next_kept_above``); the plan turns it into a
+    note and the runbook and ``explain`` say which edge is read and why.
+    """
+
+    declared: float
+    stack: str
+    relabeling: str  # where the stack drops the edge
+    histogram: str
+    position: Position = field(compare=False)  # the threshold's ``le`` in the spec
 
 
 @dataclass(frozen=True)

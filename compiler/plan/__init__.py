@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from compiler.diagnostics import Diagnostic
 from compiler.model import SEVERITIES, SLO, BurnAlert, Labels, Model, Project, Range, Severity, series
 from compiler.model import labels as lbl
 from compiler.model.naming import (
@@ -24,6 +25,7 @@ from compiler.model.naming import (
     spec_alert_names,
     unit_key,
 )
+from compiler.plan.coverage import LeftOut, fallback_notes, unscraped, without
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
@@ -84,10 +86,17 @@ class SpecPlan:
 
 @dataclass(frozen=True)
 class Plan:
-    """Every spec's plan, in the model's spec order."""
+    """Every compiled spec's plan, in the model's spec order.
+
+    ``model`` is what the targets compile: the specs the scrape profile cannot feed are not in
+    it but in ``left_out`` (see ``plan.coverage``); ``notes`` are what the user should know
+    about the compilation without it being an error.
+    """
 
     model: Model
     specs: tuple[SpecPlan, ...]
+    left_out: tuple[LeftOut, ...] = ()
+    notes: tuple[Diagnostic, ...] = ()
 
     def __iter__(self) -> Iterator[SpecPlan]:
         return iter(self.specs)
@@ -265,6 +274,14 @@ def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
 
 
 def plan(model: Model) -> Plan:
-    """The plan of every spec of the model, under the project's conventions."""
+    """The plan of every spec of the model the profile can feed, under the project's conventions."""
     conventions = Conventions.of(model.project)
-    return Plan(model=model, specs=tuple(plan_spec(slo, conventions) for slo in model.slos))
+    left_out = unscraped(model)
+    compiled = without(model, left_out)
+    notes = sorted({*(item.note for item in left_out), *fallback_notes(compiled)})
+    return Plan(
+        model=compiled,
+        specs=tuple(plan_spec(slo, conventions) for slo in compiled.slos),
+        left_out=left_out,
+        notes=tuple(notes),
+    )

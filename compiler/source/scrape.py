@@ -27,7 +27,8 @@ def read_scrape_profile(document: Document, diagnostics: Diagnostics) -> ScrapeP
     stack = str(raw["stack"])
     base = BUILT_IN_STACKS.get(stack, ScrapeProfile(stack, (), (), ""))
     components = dict(base.components)
-    components.update(_components(document, raw.get("components"), diagnostics))
+    named = _components(document, raw.get("components"), diagnostics)
+    components.update(named)
     dropped = dict(base.dropped_buckets)
     dropped.update(_dropped(raw.get("dropped_buckets")))
     relabeling = raw.get("relabeling")
@@ -38,6 +39,8 @@ def read_scrape_profile(document: Document, diagnostics: Diagnostics) -> ScrapeP
         components=tuple(sorted(components.items())),
         dropped_buckets=tuple(sorted((name, edges) for name, edges in dropped.items() if edges)),
         relabeling=relabeling,
+        # A component the project names is one it scrapes: its specs compile again.
+        unscraped=tuple(item for item in base.unscraped if item[0] not in named),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 from compiler import promql
 from compiler.model import (
     SLI,
+    EdgeFallback,
     GaugeSLI,
     LatencySLI,
     LatencyThreshold,
@@ -56,6 +57,7 @@ def read_sli(r: SpecReader, slice_: Slice) -> SLI | None:
     if kind == "latency":
         buckets = read_buckets(r, base, body)
         thresholds = read_thresholds(r, base, body, buckets)
+        thresholds = fall_back_from_dropped(r, base, body, thresholds, buckets)
         check_dropped_thresholds(r, base, body["histogram"], thresholds, buckets)
         matchers = r.matchers((*base, "selector"), body.get("selector"))
         return LatencySLI(
@@ -209,6 +211,7 @@ def check_dropped_thresholds(
     if profile is None or not profile.dropped(histogram):
         return
     kept = scraped_edges(r, histogram, buckets)
+    fell = r.get((*base, "on_dropped_edge")) == "next_kept_above"
     for index, threshold in enumerate(thresholds):
         if threshold.le not in profile.dropped(histogram):
             continue
@@ -222,8 +225,40 @@ def check_dropped_thresholds(
             f"latency threshold {le} is an edge {profile.stack} drops for {histogram}_bucket ({profile.relabeling}), "
             f'so no series has le="{le}" and every request would read as slow: pick a kept edge'
             + (f" (nearest: {near})" if near else "")
-            + f", or if your stack keeps it, set scrape_profile.dropped_buckets.{histogram} in project.yaml",
+            + f", or if your stack keeps it, set scrape_profile.dropped_buckets.{histogram} in project.yaml"
+            + ("; on_dropped_edge: next_kept_above finds no kept edge above it" if upper is None and fell else ""),
         )
+
+
+def fall_back_from_dropped(
+    r: SpecReader,
+    base: PathKey,
+    body: dict[str, Any],
+    thresholds: tuple[LatencyThreshold, ...],
+    buckets: tuple[float, ...],
+) -> tuple[LatencyThreshold, ...]:
+    """With ``on_dropped_edge: next_kept_above``, a threshold on a dropped edge reads the nearest kept edge above.
+
+    The spec states it (the default stays an error), so a library can compile on a stack that
+    drops one of its edges without the SLI reading 100% slow; the threshold becomes more
+    lenient, which the note, the runbook and ``explain`` say. With no kept edge above, the
+    threshold is left as it is and ``check_dropped_thresholds`` refuses it.
+    """
+    profile = r.profile
+    histogram = str(body["histogram"])
+    if body.get("on_dropped_edge") != "next_kept_above" or profile is None or not profile.dropped(histogram):
+        return thresholds
+    kept = scraped_edges(r, histogram, buckets)
+    result = []
+    for index, threshold in enumerate(thresholds):
+        upper = min((edge for edge in kept if edge > threshold.le), default=None)
+        if threshold.le not in profile.dropped(histogram) or upper is None:
+            result.append(threshold)
+            continue
+        key: PathKey = (*base, "threshold", index, "le") if _listed(r, base) else (*base, "threshold")
+        fallback = EdgeFallback(threshold.le, profile.stack, profile.relabeling, histogram, r.doc.position(key))
+        result.append(LatencyThreshold(upper, threshold.when, fallback))
+    return tuple(result)
 
 
 def _listed(r: SpecReader, base: PathKey) -> bool:

@@ -59,6 +59,7 @@ class SLOSliLatency(TypedDict, total=False):
     threshold: Required[int | float | list[SLOThreshold]]
     buckets: NotRequired[list[int | float]]
     buckets_override: NotRequired[bool]
+    on_dropped_edge: NotRequired[Literal['error', 'next_kept_above']]
     errors: NotRequired[str | list[str]]
     total: NotRequired[str | list[str]]
 

@@ -24,11 +24,18 @@ AFTER_DEADLINE = 30
 
 @dataclass(frozen=True)
 class Incident:
+    """One fault and what it must raise; ``on`` replaces ``expect`` on a stack whose labels differ."""
+
     name: str
     description: str
     world: World
     expect: Expectations
     missing: str | None = None
+    on: tuple[tuple[str, Expectations], ...] = ()
+
+    def for_stack(self, stack: str) -> Expectations:
+        """The expectations on ``stack``: its own where its labels differ, the common ones otherwise."""
+        return dict(self.on).get(stack, self.expect)
 
 
 def _base(deadline: int) -> World:
@@ -183,13 +190,14 @@ ONE_NOTREADY_IN_SMALL_POOL = Incident(
 )
 
 BAD_NIC_NODE = _node("gpu-train", "a", 11)
-_NIC_INSTANCES = f"10.1.1.21:9100|{BAD_NIC_NODE}"  # node-exporter's instance on either stack
-BAD_NIC = Incident(
-    "bad-nic",
-    "One GPU node's eth0 optic fails: 1% of its received packets are errored (node-mixin's "
-    "NodeNetworkReceiveErrs level), 6.7e-7 of the cluster's packets.",
-    _base(START + 75).with_node_faults({BAD_NIC_NODE: (Fault("nic-errors", START, ratio=0.01),)}),
-    Expectations(
+_NIC_ADDRESS = "10.1.1.21:9100"  # node-exporter's instance on kube-prometheus-stack
+_NIC_INSTANCES = f"{_NIC_ADDRESS}|{BAD_NIC_NODE}"  # node-exporter's instance on either stack
+
+
+def _bad_nic(instance: str | None) -> Expectations:
+    """The ticket names the node: by ``node`` (a joined alert) or by the ``instance`` the stack gives."""
+    instances = [instance] if instance is not None else [_NIC_ADDRESS, BAD_NIC_NODE]
+    return Expectations(
         quiet_from=0,
         fires=(
             Fires(
@@ -197,11 +205,7 @@ BAD_NIC = Incident(
                 START + 75,
                 severity="ticket",
                 matchers=(("cluster", "prod-east"),),
-                alternatives=(
-                    (("node", BAD_NIC_NODE),),
-                    (("instance", BAD_NIC_NODE),),
-                    (("instance", "10.1.1.21:9100"),),
-                ),
+                alternatives=((("node", BAD_NIC_NODE),), *((("instance", value),) for value in instances)),
             ),
         ),
         pages_only=_pages_only(),
@@ -214,7 +218,17 @@ BAD_NIC = Incident(
                 0.01,
             ),
         ),
-    ),
+    )
+
+
+BAD_NIC = Incident(
+    "bad-nic",
+    "One GPU node's eth0 optic fails: 1% of its received packets are errored (node-mixin's "
+    "NodeNetworkReceiveErrs level), 6.7e-7 of the cluster's packets.",
+    _base(START + 75).with_node_faults({BAD_NIC_NODE: (Fault("nic-errors", START, ratio=0.01),)}),
+    _bad_nic(None),
+    # kube-prometheus relabels node-exporter's instance to the node name; the chart keeps the address.
+    on=(("kube-prometheus-stack", _bad_nic(_NIC_ADDRESS)), ("kube-prometheus", _bad_nic(BAD_NIC_NODE))),
 )
 
 INCIDENTS = (HUNG_PLEG, APISERVER_5XX, POOL_20PCT_NOTREADY, POOL_DELETED, ONE_NOTREADY_IN_SMALL_POOL, BAD_NIC)

@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from compiler.pipeline import compile_specs
+from compiler.plan import plan
 from tests.world.dataset import Expectations, write_test
 from tests.world.stack import STACKS
 from tests.world.topology import World
@@ -44,6 +46,25 @@ def compile_library(out: Path, stack: str, leave_out: tuple[str, ...] = ()) -> l
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return sorted((generated / "prometheus" / "rules").glob("*.rules.yaml"))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """What the compiler did with the library's specs on a stack: each spec's component, and those left out."""
+
+    components: dict[str, str | None]  # every spec's slice.component
+    left_out: dict[str, str]  # spec -> the component the stack does not scrape
+
+
+def coverage(specs: Path) -> Coverage:
+    """The compiler's own plan of ``specs`` (a copy from ``compile_library``), not a hand-kept list."""
+    model, diagnostics = compile_specs(specs)
+    assert model is not None and not diagnostics, diagnostics.render()
+    planned = plan(model)
+    return Coverage(
+        components={slo.name: slo.slice.component for slo in model.slos},
+        left_out={item.slo.name: item.component for item in planned.left_out},
+    )
 
 
 @dataclass(frozen=True)

@@ -176,8 +176,16 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
         "pages": sum(1 for v in views for a in v["alerts"] if a["channel"] == "page"),
         "tickets": sum(1 for v in views for a in v["alerts"] if a["channel"] == "ticket"),
     }
+    left_out = [
+        {"name": item.slo.name, "team": item.slo.owner.name, "reason": item.reason} for item in alert_plan.left_out
+    ]
     index = env.get_template("catalog_index.html.j2").render(
-        specs=views, families=_grouped(views, "family"), teams=_grouped(views, "team"), counts=counts, style=STYLE
+        specs=views,
+        families=_grouped(views, "family"),
+        teams=_grouped(views, "team"),
+        counts=counts,
+        style=STYLE,
+        left_out=left_out,
     )
     files = {f"{ROOT}/index.html": _finish(index), f"{ROOT}/{STYLE}": _finish(env.get_template("catalog.css").render())}
     page = env.get_template("catalog_spec.html.j2")

@@ -20,6 +20,7 @@ import jinja2
 from compiler.model import SLO, Automation, Model, Team, links, series, windows
 from compiler.model.naming import band_sides
 from compiler.plan import Plan, SpecPlan
+from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration, render_selector
 from compiler.targets.runbooks.alerts import alert_views, dash_duration, threshold_rows
 from compiler.targets.runbooks.detection import detection_rows
@@ -79,6 +80,7 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "family_title": model.project.family_title(slo.family),
         "views": views,
         "rows": threshold_rows(slo, views),
+        "edge_notes": [fallback_text(fallback, threshold) for fallback, threshold in edge_fallbacks(slo)],
         "detection": detection_rows(spec),
         "queries": paste_queries(slo),
         "investigation": investigation(slo),
@@ -131,6 +133,7 @@ def index(alert_plan: Plan) -> str:
         "link": lambda slo: _relative(links.runbook_path(slo)),
         "alerts": lambda slo: list(alert_plan.of(slo).alert_names),
         "dashboard": lambda team: dashboard(model, team),
+        "left_out": alert_plan.left_out,
     }
     return environment().get_template("index.md.j2").render(context)
 
