@@ -23,7 +23,7 @@ from typing import Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
-from compiler.explain import budget_report, explain
+from compiler.explain import budget_report, explain, reads_report
 from compiler.importers import import_files
 from compiler.live import preflight
 from compiler.live.backtest import Backtest
@@ -264,8 +264,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
-    model, _ = compiled
+    model, files = compiled
     sys.stdout.write(budget_report(model))
+    sys.stdout.write(reads_report(model, files))
     print(f"slo-compiler: {len(model.slos)} spec(s) valid")
     return EXIT_OK
 

@@ -15,6 +15,7 @@ import yaml
 from compiler.model import SLO, Model
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
+from compiler.model.reads import RawRead, raw_reads, repeated
 from compiler.plan import SpecPlan
 from compiler.promql import format_duration
 from compiler.text.numbers import clean_number, go_float
@@ -48,6 +49,40 @@ def _rule_group(files: dict[str, bytes], slo: SLO) -> list[dict[str, Any]]:
     document = yaml.safe_load(files[rules_path(slo)].decode("utf-8"))
     rules: list[dict[str, Any]] = document["groups"][0]["rules"]
     return rules
+
+
+def group_reads(files: dict[str, bytes], slo: SLO) -> tuple[RawRead, ...]:
+    """The raw selectors the spec's generated rule group reads per evaluation."""
+    rules = _rule_group(files, slo)
+    recorded = {str(rule["record"]) for rule in rules if "record" in rule}
+    named = [(str(rule.get("record") or rule.get("alert")), str(rule["expr"])) for rule in rules]
+    return raw_reads(named, recorded)
+
+
+def _reads_lines(reads: tuple[RawRead, ...], indent: str) -> list[str]:
+    """One line per raw selector, then what a repeated read costs."""
+    lines = [f"{indent}{read.text()}" for read in reads] or [f"{indent}none: every rule reads recorded series"]
+    twice = repeated(reads)
+    if twice:
+        lines.append(
+            f"{indent}{len(twice)} selector(s) read more than once per evaluation: each extra read costs "
+            "its series' samples again"
+        )
+    return lines
+
+
+def reads_report(model: Model, files: dict[str, bytes]) -> str:
+    """Per spec, the raw series its rule group reads per evaluation and how many times (1 is the floor)."""
+    lines = ["Raw series read per evaluation (times read, over which range, by which rules; 1x is the floor):"]
+    total = twice = 0
+    for slo in model.slos:
+        reads = group_reads(files, slo)
+        total += len(reads)
+        twice += len(repeated(reads))
+        lines.append(f"  {slo.name}:")
+        lines.extend(_reads_lines(reads, "    "))
+    lines.append(f"  total: {total:,} raw selector(s), {twice:,} read more than once per evaluation")
+    return "\n".join(lines) + "\n"
 
 
 def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
@@ -88,6 +123,9 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     for record in (rule for rule in rules if "record" in rule):
         add(f"  {record['record']}:")
         add("    " + str(record["expr"]).replace("\n", "\n    "))
+    add("")
+    add("raw series read per evaluation (times read, over which range, by which rules; 1x is the floor):")
+    out.extend(_reads_lines(group_reads(files, slo), "  "))
     add("")
     add(_series_line(estimate(slo, model.project.cluster_profile)))
     add("")
