@@ -109,7 +109,8 @@ def total_and_bad(slo: SLO, same_evaluation: bool = True) -> tuple[str, str]:
 
     Each raw series is read once per evaluation of the group where PromQL allows it. The rule
     engine evaluates a group's rules in order and a later rule sees an earlier rule's result at
-    the same timestamp (Prometheus, promtool, Thanos Ruler, Mimir), so the bad rate reads the
+    the same timestamp (Prometheus and promtool; a Thanos or Mimir ruler when its queries see its
+    own writes, which the good-events ratio always assumed), so the bad rate reads the
     recorded 5m total rather than the raw series again: the same value, a fraction of the
     samples (the raw total is read over 5m, the recorded one is one sample per slice).
 
