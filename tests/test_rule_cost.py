@@ -21,7 +21,7 @@ from compiler.explain import group_reads, reads_report
 from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, queries, series
 from compiler.model.links import rules_path
 from compiler.model.reads import raw_reads, repeated
-from compiler.promql import parse_duration
+from compiler.promql import parse_duration, selector_reads
 from compiler.targets import render_all
 from tests.support import FIXTURE_SPECS, LIBRARY_SPECS, compile_tree
 
@@ -193,3 +193,12 @@ def test_the_comparison_fails_when_the_values_differ(tmp_path: Path, library: tu
     result = _promtool_compare(tmp_path, slo, files, scale=" * 1.01 + 0.001")
     assert result.returncode != 0
     assert DIFFERS in result.stdout + result.stderr
+
+
+def test_selector_reads_give_the_range_each_selector_is_read_through() -> None:
+    reads = selector_reads('max_over_time(x{a="1"}[10m:1m]) + rate(y[5m] offset 1h) + z')
+    assert [(name, [m.render() for m in matchers], range_ms) for name, matchers, range_ms in reads] == [
+        ("x", ['a="1"'], 600_000),
+        ("y", [], 300_000),
+        ("z", [], 0),
+    ]
