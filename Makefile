@@ -84,8 +84,9 @@ test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool,
 	$(MAKE) --no-print-directory lint typecheck
 	$(BIN)/pytest -q -n 2
 
-bench: $(DEV) ## compile 1,000 synthetic specs; print time per spec and the load+schema share
+bench: $(DEV) ## compile 1,000 synthetic specs (time per spec); the library's samples per evaluation against the floor
 	$(PY) bench/bench_compile.py --specs 1000
+	$(PY) bench/bench_rule_cost.py
 
 bench-backtest: $(DEV) ## backtest the library over synthetic history in a real Prometheus; time and samples read
 	$(PY) bench/bench_backtest.py --days 4.2 --replay 1d --warmup 3d

@@ -23,7 +23,7 @@ from typing import Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
-from compiler.explain import budget_report, explain
+from compiler.explain import budget_report, explain, reads_report
 from compiler.importers import import_files
 from compiler.live import preflight
 from compiler.live.backtest import Backtest
@@ -271,9 +271,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
-    model, _ = compiled
+    model, files = compiled
     planned = plan(model)
     sys.stdout.write(budget_report(planned.model))
+    sys.stdout.write(reads_report(planned.model, files))
     left_out = f" ({len(planned.left_out)} left out by the scrape profile, see the notes)" if planned.left_out else ""
     print(f"slo-compiler: {len(model.slos)} spec(s) valid{left_out}")
     return EXIT_OK

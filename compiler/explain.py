@@ -15,6 +15,7 @@ import yaml
 from compiler.model import SLO, Model
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
+from compiler.model.reads import RawRead, raw_reads, repeated
 from compiler.plan import SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration
@@ -49,6 +50,40 @@ def _rule_group(files: dict[str, bytes], slo: SLO) -> list[dict[str, Any]]:
     document = yaml.safe_load(files[rules_path(slo)].decode("utf-8"))
     rules: list[dict[str, Any]] = document["groups"][0]["rules"]
     return rules
+
+
+def group_reads(files: dict[str, bytes], slo: SLO) -> tuple[RawRead, ...]:
+    """The raw selectors the spec's generated rule group reads per evaluation."""
+    rules = _rule_group(files, slo)
+    recorded = {str(rule["record"]) for rule in rules if "record" in rule}
+    named = [(str(rule.get("record") or rule.get("alert")), str(rule["expr"])) for rule in rules]
+    return raw_reads(named, recorded)
+
+
+def _reads_lines(reads: tuple[RawRead, ...], indent: str) -> list[str]:
+    """One line per raw selector, then what a repeated read costs."""
+    lines = [f"{indent}{read.text()}" for read in reads] or [f"{indent}none: every rule reads recorded series"]
+    twice = repeated(reads)
+    if twice:
+        lines.append(
+            f"{indent}{len(twice)} selector(s) read more than once per evaluation: each extra read costs "
+            "its series' samples again"
+        )
+    return lines
+
+
+def reads_report(model: Model, files: dict[str, bytes]) -> str:
+    """Per spec, the raw series its rule group reads per evaluation and how many times (1 is the floor)."""
+    lines = ["Raw series read per evaluation (times read, over which range, by which rules; 1x is the floor):"]
+    total = twice = 0
+    for slo in model.slos:
+        reads = group_reads(files, slo)
+        total += len(reads)
+        twice += len(repeated(reads))
+        lines.append(f"  {slo.name}:")
+        lines.extend(_reads_lines(reads, "    "))
+    lines.append(f"  total: {total:,} raw selector(s), {twice:,} read more than once per evaluation")
+    return "\n".join(lines) + "\n"
 
 
 def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
@@ -92,23 +127,33 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
         add(f"  {record['record']}:")
         add("    " + str(record["expr"]).replace("\n", "\n    "))
     add("")
+    add("raw series read per evaluation (times read, over which range, by which rules; 1x is the floor):")
+    out.extend(_reads_lines(group_reads(files, slo), "  "))
+    add("")
     add(_series_line(estimate(slo, model.project.cluster_profile)))
     add("")
-    add("routing:")
+    out.extend(_routing_lines(model, slo))
+    return "\n".join(out) + "\n"
+
+
+def _routing_lines(model: Model, slo: SLO) -> list[str]:
+    """Where the spec's alerts go: receivers per severity, shadow, automation and inhibitions."""
+    out: list[str] = []
+    out.append("routing:")
     team = slo.owner
     if slo.mode == "shadow":
         kinds = ", ".join(r.kind for r in team.receivers_for("shadow")) or "recorded only, no notification"
-        add(f"  shadow mode: every alert goes to {team.name}-shadow ({kinds}); nothing pages")
+        out.append(f"  shadow mode: every alert goes to {team.name}-shadow ({kinds}); nothing pages")
     else:
         for severity in ("page", "ticket", "info"):
             kinds = ", ".join(r.kind for r in team.receivers_for(severity)) or "none"
-            add(f"  severity={model.project.severity_label(severity)} -> {team.name}-{severity} ({kinds})")
+            out.append(f"  severity={model.project.severity_label(severity)} -> {team.name}-{severity} ({kinds})")
         if slo.mitigation.automation:
-            add(f"  automation: also sent to automation-{slo.mitigation.automation}")
-    add(f"  a firing page inhibits the ticket of the same slice (equal on {', '.join(slo.slice.by) or 'slo'})")
+            out.append(f"  automation: also sent to automation-{slo.mitigation.automation}")
+    out.append(f"  a firing page inhibits the ticket of the same slice (equal on {', '.join(slo.slice.by) or 'slo'})")
     for explains in slo.explains:
-        add(f"  explains {explains.slo}: inhibits its alerts with equal {', '.join(explains.equal)}")
-    return "\n".join(out) + "\n"
+        out.append(f"  explains {explains.slo}: inhibits its alerts with equal {', '.join(explains.equal)}")
+    return out
 
 
 def _series_line(found: Estimate) -> str:

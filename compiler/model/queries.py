@@ -104,42 +104,81 @@ def _zero_while(expr: str, presence: str, slice_: Slice) -> str:
     return f"(\n{_indent(expr)}\n)\nor {_on(slice_.by)}\n  0 * (\n{_indent(present, 4)}\n  )"
 
 
-def total_and_bad(slo: SLO) -> tuple[str, str]:
-    """The 5m total and bad event rates of an event SLI, summed by slice."""
+def total_and_bad(slo: SLO, same_evaluation: bool = True) -> tuple[str, str]:
+    """The 5m total and bad event rates of an event SLI, summed by slice.
+
+    Each raw series is read once per evaluation of the group where PromQL allows it. The rule
+    engine evaluates a group's rules in order and a later rule sees an earlier rule's result at
+    the same timestamp (Prometheus and promtool; a Thanos or Mimir ruler when its queries see its
+    own writes, which the good-events ratio always assumed), so the bad rate reads the
+    recorded 5m total rather than the raw series again: the same value, a fraction of the
+    samples (the raw total is read over 5m, the recorded one is one sample per slice).
+
+    ``same_evaluation=False`` is for an engine where a recorded series comes back only through
+    remote write, one delivery later (vmalert): there a bad rate computed from the recorded
+    total would subtract this evaluation's good events from the previous evaluation's total
+    (spurious bad events whenever traffic falls), so every value is read from raw series and
+    the recorded total is used only for its shape (``0 * total``).
+    """
     sli = slo.sli
-    by = slo.slice.by
     if isinstance(sli, RatioSLI):
-        total = _rate_sum(sli.total, slo.slice)
-        if sli.bad:
-            return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
-        good = _rate_sum(sli.good, slo.slice)
-        recorded_total = series.recorded(series.TOTAL_5M, slo)
-        bad = (
-            f"clamp_min(\n  {recorded_total}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\nor {_on(by)}\n  {recorded_total}"
-        )
-        return total, bad
+        return _ratio_total_and_bad(slo, sli, same_evaluation)
     if isinstance(sli, LatencySLI):
-        count = Selector(f"{sli.histogram}_count", sli.matchers)
-        total = _rate_sum(sli.total or (count,), slo.slice)
-        good_terms = []
-        for threshold in sli.thresholds:
-            bucket = render_selector(
-                f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le))
-            )
-            good_terms.append(_joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice))
-        count_sum = _rate_sum((count,), slo.slice)
-        # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
-        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
-        slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
-        if not sli.errors:
-            return total, slow
-        errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
-        return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
+        return _latency_total_and_bad(slo, sli, same_evaluation)
     if isinstance(sli, StateSLI):
+        by = slo.slice.by
         state = _joined(f"({sli.expr})", slo.slice)
         bad_state = f"({state})" if slo.slice.joins else state
         return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
     raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
+
+
+def _ratio_total_and_bad(slo: SLO, sli: RatioSLI, same_evaluation: bool) -> tuple[str, str]:
+    """Bad events as given, or the total less the good events (the recorded total where it may be read)."""
+    by = slo.slice.by
+    total = _rate_sum(sli.total, slo.slice)
+    if sli.bad:
+        return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
+    good = _rate_sum(sli.good, slo.slice)
+    counted = series.recorded(series.TOTAL_5M, slo) if same_evaluation else _indent(total).strip()
+    bad = f"clamp_min(\n  {counted}\n  - {_on(by)}\n{_indent(good)},\n  0\n)\nor {_on(by)}\n  {counted}"
+    return total, bad
+
+
+def _count_is_total(sli: LatencySLI, count: Selector) -> bool:
+    """Whether the SLI's total is the histogram's own count, so the recorded total is that count."""
+    return not sli.total or [_selector(selector) for selector in sli.total] == [_selector(count)]
+
+
+def _latency_total_and_bad(slo: SLO, sli: LatencySLI, same_evaluation: bool) -> tuple[str, str]:
+    """Slow events (the count less the requests under the thresholds), plus the errors if any.
+
+    The count is read once: where it is the total, as the recorded total; otherwise raw, with
+    the recorded total giving the shape of the "no request under any threshold" fallback (a
+    slice with latency observations but no total events then has no bad rate, as it has no
+    error ratio either way). On an engine without same-evaluation reads (vmalert) the raw form.
+    """
+    by = slo.slice.by
+    count = Selector(f"{sli.histogram}_count", sli.matchers)
+    total = _rate_sum(sli.total or (count,), slo.slice)
+    good_terms = []
+    for threshold in sli.thresholds:
+        bucket = render_selector(f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le)))
+        good_terms.append(_joined(f"rate({bucket}[{RAW_RANGE}])", slo.slice))
+    if same_evaluation:
+        recorded_total = series.recorded(series.TOTAL_5M, slo)
+        counted = recorded_total if _count_is_total(sli, count) else _rate_sum((count,), slo.slice)
+        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {recorded_total}\n)"
+        slow = f"clamp_min(\n{_indent(counted)}\n  - {_on(by)}\n{_indent(good)},\n  0\n)"
+    else:
+        count_sum = _rate_sum((count,), slo.slice)
+        # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
+        good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
+        slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
+    if not sli.errors:
+        return total, slow
+    errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
+    return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
 
 
 def value(slo: SLO) -> str:

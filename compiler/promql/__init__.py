@@ -45,6 +45,7 @@ __all__ = [
     "quote",
     "render_expr",
     "render_selector",
+    "selector_reads",
 ]
 
 MATCH_OPS: frozenset[str] = frozenset({"=", "!=", "=~", "!~"})
@@ -450,6 +451,27 @@ def counter_selectors(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...]]
                 for sub in _iter_nodes(inner):
                     if isinstance(sub, pp.VectorSelector):
                         found.append(_selector_parts(sub))
+    return tuple(found)
+
+
+def selector_reads(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...], int], ...]:
+    """(metric, matchers, range in ms) of every selector the expression reads, in source order.
+
+    The range is that of the matrix selector or subquery the selector is read through (0 for an
+    instant read): what a cost report needs to tell a 5m raw read from a one-sample read.
+    """
+    found: list[tuple[str | None, tuple[Matcher, ...], int]] = []
+
+    def walk(node: pp.Expr, range_ms: int) -> None:
+        if isinstance(node, pp.VectorSelector):
+            found.append((*_selector_parts(node), range_ms))
+            return
+        if isinstance(node, pp.MatrixSelector | pp.SubqueryExpr) and node.range is not None:
+            range_ms = _td_ms(node.range)
+        for child in _children(node):
+            walk(child, range_ms)
+
+    walk(parse_expr(text), 0)
     return tuple(found)
 
 

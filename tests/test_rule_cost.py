@@ -1,0 +1,204 @@
+"""Rule cost: each raw series is read once per evaluation of a group, and the cheaper form gives the same values.
+
+The latency bad rate used to read the histogram's ``_count`` three times per evaluation (in the
+total, in the slow requests and in the "no bucket" fallback); it now reads the recorded 5m
+total, which Prometheus has written earlier in the same evaluation. The value proof runs the
+new rule next to the old raw form (kept for vmalert) in promtool, on the generated tests' own
+inputs, and asserts no evaluation differs.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from compiler.explain import group_reads, reads_report
+from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, queries, series
+from compiler.model.links import rules_path
+from compiler.model.reads import raw_reads, repeated
+from compiler.promql import parse_duration, selector_reads
+from compiler.targets import render_all
+from tests.support import FIXTURE_SPECS, LIBRARY_SPECS, compile_tree
+
+RAW_BAD = "test:raw_bad:rate5m"
+DIFFERS = "BadRateDiffers"
+
+
+@pytest.fixture(scope="module")
+def library() -> tuple[Model, dict[str, bytes]]:
+    model = compile_tree(LIBRARY_SPECS)
+    return model, render_all(model)
+
+
+@pytest.fixture(scope="module")
+def fixtures() -> tuple[Model, dict[str, bytes]]:
+    model = compile_tree(FIXTURE_SPECS)
+    return model, render_all(model)
+
+
+def _latency_specs(model: Model) -> list[SLO]:
+    found = [slo for slo in model.slos if isinstance(slo.sli, LatencySLI)]
+    assert len(found) >= 5, [slo.name for slo in found]
+    return found
+
+
+def test_every_library_latency_spec_reads_its_histogram_once_per_evaluation(
+    library: tuple[Model, dict[str, bytes]],
+) -> None:
+    model, files = library
+    for slo in _latency_specs(model):
+        assert isinstance(slo.sli, LatencySLI)
+        reads = group_reads(files, slo)
+        histogram = [read for read in reads if (read.metric or "").startswith(slo.sli.histogram)]
+        assert any(read.metric == f"{slo.sli.histogram}_count" for read in reads) or slo.sli.total, slo.name
+        assert histogram, slo.name
+        assert [read.times for read in histogram] == [1] * len(histogram), (slo.name, [r.text() for r in histogram])
+
+
+@pytest.mark.parametrize(
+    ("spec", "times"),
+    [
+        ("fixture-latency", {}),  # no total given: the count is the total, read once
+        ("fixture-scheduling", {}),
+        ("fixture-ratio-bad", {}),
+        # The bad rate is the recorded total less the good events; the good counters are also terms of the
+        # total, which reads them too: one read cannot feed two recorded series.
+        ("fixture-ratio-good", {"node_network_receive_packets_total": 2, "node_network_transmit_packets_total": 2}),
+        # A state's units are read by the count (total) and the sum (bad): PromQL cannot share one read
+        # between two recorded series without recording a third.
+        ("fixture-state", {"kube_node_status_condition": 2, "kube_node_labels": 2}),
+    ],
+)
+def test_raw_reads_per_group_of_each_sli_kind(
+    fixtures: tuple[Model, dict[str, bytes]], spec: str, times: dict[str, int]
+) -> None:
+    model, files = fixtures
+    slo = next(slo for slo in model.slos if slo.name == spec)
+    reads = group_reads(files, slo)
+    assert reads, spec
+    assert {read.metric: read.times for read in repeated(reads)} == times, [read.text() for read in reads]
+
+
+def test_raw_reads_count_occurrences_not_recorded_series() -> None:
+    rules = [
+        ("a:total", 'sum by (c) (rate(x_count{j="1"}[5m]))'),
+        ("a:bad", 'a:total{slo="s"} - on (c) sum by (c) (rate(x_bucket{j="1"}[5m])) or 0 * x_count{j="1"}'),
+    ]
+    reads = raw_reads(rules, {"a:total"})
+    assert [(read.selector, read.times, read.ranges_ms) for read in reads] == [
+        ('x_count{j="1"}', 2, (300_000, 0)),
+        ('x_bucket{j="1"}', 1, (300_000,)),
+    ]
+    assert [read.selector for read in repeated(reads)] == ['x_count{j="1"}']
+
+
+def test_validate_report_lists_every_spec_with_its_reads(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    report = reads_report(model, files)
+    for slo in model.slos:
+        assert f"\n  {slo.name}:\n" in report
+    assert "1x (5m; slo:sli_total:rate5m): etcd_request_duration_seconds_count{" in report
+
+
+def test_vmalert_keeps_the_raw_bad_rate(library: tuple[Model, dict[str, bytes]]) -> None:
+    """vmalert reads recorded series one delivery later: its bad rate must not take its value from them."""
+    model, files = library
+    for slo in model.slos:
+        if not slo.counts_events:
+            continue
+        group = yaml.safe_load(files[f"vmalert/{slo.name}.rules.yaml"])["groups"][0]
+        bad = next(rule["expr"] for rule in group["rules"] if rule.get("record") == series.BAD_5M)
+        assert bad == queries.total_and_bad(slo, same_evaluation=False)[1], slo.name
+        value_reads = bad.replace(f"0 * {series.recorded(series.TOTAL_5M, slo)}", "")
+        if not isinstance(slo.sli, StateSLI):
+            assert series.TOTAL_5M not in value_reads, slo.name
+
+
+def test_ratio_good_on_vmalert_reads_the_raw_total(fixtures: tuple[Model, dict[str, bytes]]) -> None:
+    model, _ = fixtures
+    slo = next(slo for slo in model.slos if isinstance(slo.sli, RatioSLI) and slo.sli.good)
+    bad = queries.total_and_bad(slo, same_evaluation=False)[1]
+    assert series.TOTAL_5M not in bad
+    errors = {read.metric: read.times for read in raw_reads([("bad", bad)], set()) if "errs" in (read.metric or "")}
+    assert errors == {"node_network_receive_errs_total": 2, "node_network_transmit_errs_total": 2}
+    assert series.recorded(series.TOTAL_5M, slo) in queries.total_and_bad(slo)[1]
+
+
+# -- the same values, proved in promtool ------------------------------------------------------
+
+
+def _comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> dict[str, Any]:
+    """The spec's generated group plus the old raw bad rate and an alert whenever the two differ."""
+    document = yaml.safe_load(rules_file)
+    group = document["groups"][0]
+    raw = queries.total_and_bad(slo, same_evaluation=False)[1]
+    new, old = series.recorded(series.BAD_5M, slo), f'{RAW_BAD}{{slo="{slo.name}"}}'
+    differs = f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\nor ({new} unless {old})\nor ({old} unless {new})"
+    # Only the two 5m rules: the longer windows and the alerts are the same whichever form feeds them.
+    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in (series.TOTAL_5M, series.BAD_5M)]
+    group["rules"] += [
+        {"record": RAW_BAD, "expr": raw, "labels": {"slo": slo.name}},
+        {"alert": DIFFERS, "expr": differs},
+    ]
+    return dict(document)
+
+
+def _eval_end(case: dict[str, Any]) -> str:
+    """The latest evaluation time a generated test case looks at."""
+    times = [str(t["eval_time"]) for key in ("promql_expr_test", "alert_rule_test") for t in case.get(key, [])]
+    return max(times, key=lambda text: parse_duration(text) or 0)
+
+
+def _comparison_tests(tests_file: bytes, rules: Path) -> dict[str, Any]:
+    """Every generated case's inputs, asserting the two bad rates never differ over the whole case."""
+    generated = yaml.safe_load(tests_file)
+    cases = []
+    for case in generated["tests"]:
+        end = _eval_end(case)
+        check = {"expr": f'max_over_time(ALERTS{{alertname="{DIFFERS}"}}[{end}])', "eval_time": end, "exp_samples": []}
+        cases.append(
+            {**copy.deepcopy({k: case[k] for k in ("name", "interval", "input_series")}), "promql_expr_test": [check]}
+        )
+    return {"rule_files": [str(rules)], "evaluation_interval": generated["evaluation_interval"], "tests": cases}
+
+
+def _promtool_compare(
+    tmp_path: Path, slo: SLO, files: dict[str, bytes], scale: str = ""
+) -> subprocess.CompletedProcess[str]:
+    rules = tmp_path / f"{slo.name}.rules.yaml"
+    rules.write_text(yaml.safe_dump(_comparison_rules(slo, files[rules_path(slo)], scale)), encoding="utf-8")
+    tests = tmp_path / f"{slo.name}.test.yaml"
+    tests.write_text(yaml.safe_dump(_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
+    return subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
+
+
+def test_latency_bad_rate_from_the_recorded_total_equals_the_raw_form(
+    tmp_path: Path, library: tuple[Model, dict[str, bytes]]
+) -> None:
+    model, files = library
+    for slo in _latency_specs(model):
+        result = _promtool_compare(tmp_path, slo, files)
+        assert result.returncode == 0, (slo.name, result.stdout[-3000:], result.stderr[-3000:])
+
+
+def test_the_comparison_fails_when_the_values_differ(tmp_path: Path, library: tuple[Model, dict[str, bytes]]) -> None:
+    """Proves the comparison above can fail: against the raw form scaled by 1.01 it must."""
+    model, files = library
+    slo = next(slo for slo in model.slos if slo.name == "etcd-request-latency")
+    result = _promtool_compare(tmp_path, slo, files, scale=" * 1.01 + 0.001")
+    assert result.returncode != 0
+    assert DIFFERS in result.stdout + result.stderr
+
+
+def test_selector_reads_give_the_range_each_selector_is_read_through() -> None:
+    reads = selector_reads('max_over_time(x{a="1"}[10m:1m]) + rate(y[5m] offset 1h) + z')
+    assert [(name, [m.render() for m in matchers], range_ms) for name, matchers, range_ms in reads] == [
+        ("x", ['a="1"'], 600_000),
+        ("y", [], 300_000),
+        ("z", [], 0),
+    ]
