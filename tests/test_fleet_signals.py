@@ -31,7 +31,18 @@ from tests.support import LIBRARY_SPECS, REPO_ROOT, compile_tree
 from tests.test_hostile_routing import position, post_alerts, problems, reported_at, spec_path, write_alertmanager
 
 GENERATED = REPO_ROOT / "generated" / "prometheus"
-FLEET_SPECS = ("conntrack-exhaustion", "arp-neighbor-table", "nic-error-budget", "node-readiness")
+FLEET_SPECS = (
+    "conntrack-exhaustion",
+    "arp-neighbor-table",
+    "nic-error-budget",
+    "node-readiness",
+    # the per-node node basics (issue 13): a ticket per node, a page for 3 nodes that are 3% of the cluster
+    "node-filesystem-space",
+    "node-clock-sync",
+    "node-clock-skew",
+    "kubelet-certificate-expiry",
+    "kube-proxy-rules-staleness",
+)
 
 FLEET_SPEC = """\
 apiVersion: slo-compiler/v1
@@ -82,12 +93,6 @@ BAD_FLEETS: dict[str, tuple[str, str]] = {
     ),
     "unit-reserved": ("units: [instance]", "units: [severity]"),
     "no-critical": ("critical_range:\n  max: 0.9\n", ""),
-    "staleness": (
-        "sli:\n  gauge:\n    expr: 'max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)'\n"
-        "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
-        "sli:\n  staleness:\n    timestamp: node_boot_time_seconds\nunit: seconds\nnormal_range:\n  max: 180\n"
-        "critical_range:\n  max: 600\n",
-    ),
     "ratio-good": (
         "sli:\n  gauge:\n    expr: 'max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)'\n"
         "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
@@ -95,6 +100,17 @@ BAD_FLEETS: dict[str, tuple[str, str]] = {
         "    total: node_network_receive_packets_total\nnormal_range:\n  max: 0.01\ncritical_range:\n  max: 0.05\n",
     ),
     "no-budget": ("series_budget: 8000\n", ""),
+}
+
+# name -> (text replaced, replacement): variants `validate` must accept. A staleness SLI is a gauge
+# (time() - timestamp) with a per-unit form: each unit's age (kube-proxy-rules-staleness).
+GOOD_FLEETS: dict[str, tuple[str, str]] = {
+    "staleness": (
+        "sli:\n  gauge:\n    expr: 'max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)'\n"
+        "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
+        "sli:\n  staleness:\n    timestamp: node_boot_time_seconds\nunit: seconds\nnormal_range:\n  max: 180\n"
+        "critical_range:\n  max: 600\n",
+    ),
 }
 
 
@@ -105,7 +121,7 @@ def bad_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (spec_dir / "network").mkdir(parents=True)
     (spec_dir / "owners.yaml").write_text(OWNERS_YAML, encoding="utf-8")
     (spec_dir / "project.yaml").write_text(PROJECT_YAML, encoding="utf-8")
-    for name, (old, new) in BAD_FLEETS.items():
+    for name, (old, new) in {**BAD_FLEETS, **GOOD_FLEETS}.items():
         text = FLEET_SPEC.format(name=name)
         assert old in text, name
         (spec_dir / "network" / f"{name}.yaml").write_text(text.replace(old, new), encoding="utf-8")
@@ -145,7 +161,6 @@ ERRORS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "unit-is-slice": ("cluster]", "units:", ("already a slice label",)),
     "unit-reserved": ("severity]", "units:", ("fleet.units 'severity' is reserved",)),
     "no-critical": ("units:", "fleet:", ("fleet judges the critical range per unit, and this spec has none",)),
-    "staleness": ("units:", "fleet:", ("no per-unit form for a staleness SLI",)),
     "ratio-good": ("units:", "fleet:", ("fleet on a ratio SLI needs `bad`",)),
     "no-budget": ("by:", "slice:", ("slicing by instance records about 7,504 series", "7,500 of them per fleet unit")),
 }
@@ -160,6 +175,9 @@ def test_bad_fleet_settings_are_positioned_errors(bad_tree: Path, found: list[st
 
 def test_a_valid_fleet_has_no_problem(bad_tree: Path, found: list[str]) -> None:
     assert not [line for line in found if "/good.yaml:" in line]
+    for name in GOOD_FLEETS:
+        assert not [line for line in found if f"/{name}.yaml:" in line], name
+        assert (bad_tree / "specs" / "network" / f"{name}.yaml").is_file()
 
 
 # -- budgets -------------------------------------------------------------------------------

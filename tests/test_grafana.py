@@ -435,8 +435,8 @@ def test_library_team_dashboard_layout() -> None:
     ]
     rows = [title for kind, title in layout if kind == "row"]
     assert rows == sorted(rows)
-    # zone: the CoreDNS specs slice by server block; instance: kube-proxy-rules-staleness (kube-proxy targets)
-    assert [v["name"] for v in data["templating"]["list"]] == ["datasource", "cluster", "zone", "instance"]
+    # zone: the CoreDNS specs slice by server block (kube-proxy-rules-staleness is a fleet per cluster: no instance)
+    assert [v["name"] for v in data["templating"]["list"]] == ["datasource", "cluster", "zone"]
     assert data["title"] == "SLOs: platform-network"
 
 

@@ -99,8 +99,27 @@ _COMMON_JOBS = {
     "kube-controller-manager": "kube-controller-manager",
     "kube-proxy": "kube-proxy",
 }
-_KPS_JOBS = {**_COMMON_JOBS, "coredns": "coredns", "etcd": "kube-etcd"}
-_KP_JOBS = {**_COMMON_JOBS, "coredns": "kube-dns", "etcd": "etcd"}  # etcd: with the static-etcd addon only
+# Prometheus and Alertmanager: their ServiceMonitors set no jobLabel, so the job is the Service's name.
+# kube-prometheus-stack 88.5.3 (release kube-prometheus-stack): templates/prometheus/service.yaml and
+# templates/alertmanager/service.yaml name them "<fullname>-prometheus" / "<fullname>-alertmanager", and the
+# fullname is the release name when it contains the chart name (_helpers.tpl, kube-prometheus-stack.fullname);
+# another release name gives other jobs: override them in scrape_profile.components. kube-prometheus
+# (main.libsonnet: prometheus name 'k8s', alertmanager name 'main'; components/prometheus.libsonnet and
+# alertmanager.libsonnet: Service 'prometheus-' + name / 'alertmanager-' + name, read at 4d719f1d).
+_KPS_JOBS = {
+    **_COMMON_JOBS,
+    "coredns": "coredns",
+    "etcd": "kube-etcd",
+    "prometheus": "kube-prometheus-stack-prometheus",
+    "alertmanager": "kube-prometheus-stack-alertmanager",
+}
+_KP_JOBS = {
+    **_COMMON_JOBS,
+    "coredns": "kube-dns",
+    "etcd": "etcd",  # etcd: with the static-etcd addon only
+    "prometheus": "prometheus-k8s",
+    "alertmanager": "alertmanager-main",
+}
 _KP_UNSCRAPED = (
     (
         "etcd",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from compiler import promql
-from compiler.model import SLI, Fleet, GaugeSLI, LatencySLI, QuantileSLI, Range, RatioSLI, Slice, StalenessSLI
+from compiler.model import SLI, Fleet, GaugeSLI, LatencySLI, QuantileSLI, Range, RatioSLI, Slice
 from compiler.model.labels import reserved_because
 from compiler.model.queries import unit_value
 from compiler.model.windows import DAY
@@ -118,16 +118,10 @@ def _check_band(r: SpecReader, critical: Range | None) -> None:
 
 
 def _check_kind(r: SpecReader, sli: SLI) -> bool:
-    """Whether the SLI has a per-unit form: gauges, states and ratios with ``bad``."""
-    kind = (
-        "latency"
-        if isinstance(sli, LatencySLI)
-        else "quantile"
-        if isinstance(sli, QuantileSLI)
-        else "staleness"
-        if isinstance(sli, StalenessSLI)
-        else None
-    )
+    """Whether the SLI has a per-unit form: gauges (staleness included), states and ratios with ``bad``."""
+    # A staleness SLI is a gauge (``time() - timestamp``) whose unit labels survive like any other's:
+    # each unit's age is its own timestamp's, and the generated cases feed one timestamp per unit.
+    kind = "latency" if isinstance(sli, LatencySLI) else "quantile" if isinstance(sli, QuantileSLI) else None
     if kind is not None:
         r.error(("fleet",), f"fleet has no per-unit form for a {kind} SLI: use a gauge, state or ratio SLI")
         return False

@@ -47,6 +47,18 @@ class _Case:
 class _UnitInputs(Inputs):
     """The raw series of one unit: a twin spec sliced by the slice and unit labels, one unit per slice."""
 
+    def __init__(self, slo: SLO, scenario_slice: Mapping[str, str], index: int) -> None:
+        self.index = index  # set first: the base class synthesises labels while it builds
+        super().__init__(slo, scenario_slice)
+
+    def _unit_value(self, label: str, slice_name: str, unit: int) -> str:
+        """A label a join matches on differs between units as well: when the unit label comes from the
+        join (a kubelet target's ``instance`` mapped to its ``node``), one key for every unit would give
+        two units the same raw series and the join duplicate matches."""
+        base = super()._unit_value(label, slice_name, unit)
+        keys = {key for join in self.slo.slice.joins for key in join.on}
+        return f"{base}-unit-{self.index}" if label in keys and self.index else base
+
     def _spec_unit_labels(self) -> list[str]:
         return [label for label in super()._spec_unit_labels() if label not in self.slo.slice.by]
 
@@ -119,7 +131,7 @@ def _group(ctx: SpecContext, twin: SLO, fleet: Fleet, page: AlertRule, unit: Ale
     band = page.band
     assert band is not None
     above = page.spec.side == "Above"
-    units = [_UnitInputs(twin, {**ctx.slice_a, **_unit_labels(fleet, index)}) for index in range(case.units)]
+    units = [_UnitInputs(twin, {**ctx.slice_a, **_unit_labels(fleet, index)}, index) for index in range(case.units)]
     first = units[0]
     bounded = ctx.events or ctx.slo.unit == "ratio"
     out_value = ALL_BAD if isinstance(ctx.slo.sli, StateSLI) else _out_value(first, band, above, bounded)
