@@ -45,15 +45,6 @@ DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
     "kube-prometheus-stack": {
         "prometheus-scrape-sample-limit": NOT_MODELLED,
         "telemetry-cardinality-per-job": NOT_MODELLED,
-        "kube-proxy-availability": NOT_MODELLED,
-        "kube-proxy-network-programming-latency": NOT_MODELLED,
-        "kube-proxy-rules-staleness": NOT_MODELLED,
-        "kubelet-certificate-expiry": NOT_MODELLED,
-        "node-clock-skew": NOT_MODELLED,
-        "node-clock-sync": NOT_MODELLED,
-        "node-filesystem-space": NOT_MODELLED,
-        "node-lifecycle-evictions": NOT_MODELLED,
-        "node-lifecycle-zone-health": NOT_MODELLED,
         "prometheus-head-series": NOT_MODELLED,
         "prometheus-notification-errors": NOT_MODELLED,
         "prometheus-rule-evaluation-failures": NOT_MODELLED,
@@ -70,40 +61,16 @@ DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
         "etcd-peer-latency": NOT_MODELLED,
         "etcd-proposal-failures": NOT_MODELLED,
         "etcd-wal-fsync-latency": NOT_MODELLED,
-        "kube-controller-manager-availability": NOT_MODELLED,
         "apiserver-concurrency-saturation": NOT_MODELLED,
         "apiserver-client-cert-expiration": NOT_MODELLED,
-        "daemonset-pods-unavailable": NOT_MODELLED,
-        "coredns-upstreams-unreachable": NOT_MODELLED,
-        "coredns-forward-errors": NOT_MODELLED,
         "client-request-errors": NOT_MODELLED,
         "aggregated-api-availability": NOT_MODELLED,
         "watch-event-bytes": NOT_MODELLED,
-        "pod-sandbox-latency": NOT_MODELLED,
-        "platform-agent-cpu-throttling": NOT_MODELLED,
-        "node-readiness": (
-            "the share of NotReady nodes per pool and zone has no minimum count: one rebooting node of a 24-node "
-            "zone is 4.2%, over the 1% normal range, so AboveNormalRange pends for the 5 minutes of the reboot "
-            "(a pool must have over 100 nodes per zone for one node to stay under 1%)"
-        ),
-        "node-readiness-flapping": (
-            "a 5-minute reboot puts the node's 5m NotReady share at 100%, over 0.2, so AboveNormalRange pends "
-            "(for: 15m keeps it from firing); a reboot is not flapping"
-        ),
     },
     "kube-prometheus": {
         "prometheus-scrape-sample-limit": NOT_MODELLED,
         "telemetry-cardinality-per-job": NOT_MODELLED,
         "etcd-leader": NOT_MODELLED,
-        "kube-proxy-availability": NOT_MODELLED,
-        "kube-proxy-network-programming-latency": NOT_MODELLED,
-        "kube-proxy-rules-staleness": NOT_MODELLED,
-        "kubelet-certificate-expiry": NOT_MODELLED,
-        "node-clock-skew": NOT_MODELLED,
-        "node-clock-sync": NOT_MODELLED,
-        "node-filesystem-space": NOT_MODELLED,
-        "node-lifecycle-evictions": NOT_MODELLED,
-        "node-lifecycle-zone-health": NOT_MODELLED,
         "prometheus-head-series": NOT_MODELLED,
         "prometheus-notification-errors": NOT_MODELLED,
         "prometheus-rule-evaluation-failures": NOT_MODELLED,
@@ -123,19 +90,11 @@ DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
         "etcd-peer-latency": NOT_MODELLED,
         "etcd-proposal-failures": NOT_MODELLED,
         "etcd-wal-fsync-latency": NOT_MODELLED,
-        "kube-controller-manager-availability": NOT_MODELLED,
         "apiserver-concurrency-saturation": NOT_MODELLED,
         "apiserver-client-cert-expiration": NOT_MODELLED,
-        "daemonset-pods-unavailable": NOT_MODELLED,
-        "coredns-upstreams-unreachable": NOT_MODELLED,
-        "coredns-forward-errors": NOT_MODELLED,
         "client-request-errors": NOT_MODELLED,
         "aggregated-api-availability": NOT_MODELLED,
         "watch-event-bytes": NOT_MODELLED,
-        "pod-sandbox-latency": NOT_MODELLED,
-        "platform-agent-cpu-throttling": NOT_MODELLED,
-        "node-readiness": "as on kube-prometheus-stack",
-        "node-readiness-flapping": "as on kube-prometheus-stack",
         "etcd-db-quota": (
             "kube-prometheus scrapes no etcd members by default, so its job=~'.*etcd.*' matches nothing and "
             "EtcdDBQuotaNoData fires from minute 15"
