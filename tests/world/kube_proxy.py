@@ -1,14 +1,15 @@
 """kube-proxy on every node: its target and the sync series the library reads.
 
 Verified in kubernetes/kubernetes pkg/proxy/metrics/metrics.go: ``kubeproxy_sync_proxy_rules_last_timestamp_seconds``
-(a gauge set after each successful sync), ``kubeproxy_network_programming_duration_seconds``
-and ``kubeproxy_sync_proxy_rules_duration_seconds`` (plain histograms without labels, so all
-their buckets exist from start-up at 0; the edges are ``compiler.model.buckets``'
-catalogue, which both stacks keep: no relabeling touches kube-proxy). Both stacks scrape it as
+(a gauge set after each successful sync) and ``kubeproxy_network_programming_duration_seconds``
+(a plain histogram without labels, so all its 83 buckets exist from start-up at 0; the edges
+are ``compiler.model.buckets``' catalogue, which both stacks keep: no relabeling touches
+kube-proxy). ``kubeproxy_sync_proxy_rules_duration_seconds`` is exported too, but no spec
+reads it (only a runbook step), so it is not written. Both stacks scrape it as
 ``job="kube-proxy"`` on ``<node IP>:10249`` (``compiler/model/stacks.py``; kube-prometheus
 only with ``kubeProxy: true``), a pod target of the kube-proxy DaemonSet. A rebooting node's
 kube-proxy is not scraped (``up`` 0 on the node's address); it comes back with a full sync,
-so its timestamp is fresh and its histograms start again from 0.
+so its timestamp is fresh and its histogram starts again from 0.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ PROGRAMMING: shapes.Shape = (
     (60, 0.9999),
     (300, 1.0),
 )
-# One iptables-restore of a few thousand rules.
-SYNC: shapes.Shape = ((0.008, 0.2), (0.032, 0.7), (0.128, 0.97), (0.512, 0.999), (2.048, 0.99995), (16.384, 1.0))
 
 
 def _base(node: Node, stack: StackView) -> dict[str, str]:
@@ -61,7 +60,6 @@ def _kube_proxy(world: World, node: Node, stack: StackView) -> list[Series]:
         return float(max(i * STEP_S - (jitter + 7 * i) % 29, 0)) if scraped(i) else None
 
     changes: Callable[[int], float | None] = lambda i: 0.4 if scraped(i) else None  # noqa: E731
-    syncs: Callable[[int], float | None] = lambda i: 0.2 if scraped(i) else None  # noqa: E731
     out = [
         series("up", base, _up(world, node)),
         series("kubeproxy_sync_proxy_rules_last_timestamp_seconds", base, gauge(synced, count)),
@@ -73,15 +71,6 @@ def _kube_proxy(world: World, node: Node, stack: StackView) -> list[Series]:
         changes,
         PROGRAMMING,
         1.1,
-        count,
-    )
-    out += shapes.histogram(
-        "kubeproxy_sync_proxy_rules_duration_seconds",
-        base,
-        stack.edges("kubeproxy_sync_proxy_rules_duration_seconds"),
-        syncs,
-        SYNC,
-        0.03,
         count,
     )
     return out

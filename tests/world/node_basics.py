@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 
 from tests.world.nodes import _scraped
 from tests.world.stack import StackView
@@ -92,7 +93,9 @@ def _filesystems(world: World, node: Node, base: dict[str, str]) -> list[Series]
             drift = 0.02 * math.sin(i / 90 + seed % 11)
             return round(size * (share + drift) / 4096) * 4096 if scraped(i) else None
 
-        present = lambda value: lambda i: value if scraped(i) else None  # noqa: E731
+        def present(value: float) -> Callable[[int], float | None]:
+            return lambda i: value if scraped(i) else None
+
         out.append(series("node_filesystem_size_bytes", labels, gauge(present(float(size)), count)))
         out.append(series("node_filesystem_free_bytes", labels, gauge(free, count)))
         out.append(series("node_filesystem_avail_bytes", labels, gauge(free, count)))
