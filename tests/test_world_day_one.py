@@ -116,6 +116,11 @@ def _stack_premises(stack: str) -> tuple[tuple[str, int, float], ...]:
         ("count(apiserver_terminated_watchers_total) or vector(0)", 60, 0),
         ('count(scheduler_schedule_attempts_total{result="error"}) or vector(0)', 60, 0),
         ('count(up{job="kubelet",metrics_path="/metrics"} == 0)', topology.TRICKLE.start + 2, 1),
+        # Node side: the rebooting node's kube-proxy is unscraped and its DaemonSet pods unavailable;
+        # the lazily created error counters (sandbox failures, upstream health-check failures) are absent.
+        ('count(up{job="kube-proxy"} == 0)', topology.TRICKLE.start + 2, 1),
+        ('max(kube_daemonset_status_number_unavailable{daemonset="kube-proxy"})', topology.TRICKLE.start + 2, 1),
+        ("count(kubelet_run_podsandbox_errors_total or coredns_proxy_healthcheck_failures_total) or vector(0)", 60, 0),
     )
 
 
