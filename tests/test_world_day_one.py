@@ -41,15 +41,6 @@ NOT_MODELLED = "the day-one data set writes none of the series it reads yet, so 
 
 DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
     "kube-prometheus-stack": {
-        "kube-proxy-availability": NOT_MODELLED,
-        "kube-proxy-network-programming-latency": NOT_MODELLED,
-        "kube-proxy-rules-staleness": NOT_MODELLED,
-        "kubelet-certificate-expiry": NOT_MODELLED,
-        "node-clock-skew": NOT_MODELLED,
-        "node-clock-sync": NOT_MODELLED,
-        "node-filesystem-space": NOT_MODELLED,
-        "node-lifecycle-evictions": NOT_MODELLED,
-        "node-lifecycle-zone-health": NOT_MODELLED,
         "admission-webhook-failures": NOT_MODELLED,
         "admission-webhook-latency": NOT_MODELLED,
         "apf-request-wait": NOT_MODELLED,
@@ -61,55 +52,23 @@ DAY_ONE_FAILURES: dict[str, dict[str, str]] = {
         "etcd-peer-latency": NOT_MODELLED,
         "etcd-proposal-failures": NOT_MODELLED,
         "etcd-wal-fsync-latency": NOT_MODELLED,
-        "kube-controller-manager-availability": NOT_MODELLED,
         "apiserver-concurrency-saturation": NOT_MODELLED,
         "apiserver-client-cert-expiration": NOT_MODELLED,
-        "daemonset-pods-unavailable": NOT_MODELLED,
-        "coredns-upstreams-unreachable": NOT_MODELLED,
-        "coredns-forward-errors": NOT_MODELLED,
         "client-request-errors": NOT_MODELLED,
         "aggregated-api-availability": NOT_MODELLED,
         "watch-event-bytes": NOT_MODELLED,
-        "pod-sandbox-latency": NOT_MODELLED,
-        "platform-agent-cpu-throttling": NOT_MODELLED,
-        "node-readiness": (
-            "the share of NotReady nodes per pool and zone has no minimum count: one rebooting node of a 24-node "
-            "zone is 4.2%, over the 1% normal range, so AboveNormalRange pends for the 5 minutes of the reboot "
-            "(a pool must have over 100 nodes per zone for one node to stay under 1%)"
-        ),
-        "node-readiness-flapping": (
-            "a 5-minute reboot puts the node's 5m NotReady share at 100%, over 0.2, so AboveNormalRange pends "
-            "(for: 15m keeps it from firing); a reboot is not flapping"
-        ),
     },
     "kube-prometheus": {
-        "kube-proxy-availability": NOT_MODELLED,
-        "kube-proxy-network-programming-latency": NOT_MODELLED,
-        "kube-proxy-rules-staleness": NOT_MODELLED,
-        "kubelet-certificate-expiry": NOT_MODELLED,
-        "node-clock-skew": NOT_MODELLED,
-        "node-clock-sync": NOT_MODELLED,
-        "node-filesystem-space": NOT_MODELLED,
-        "node-lifecycle-evictions": NOT_MODELLED,
-        "node-lifecycle-zone-health": NOT_MODELLED,
         "admission-webhook-failures": NOT_MODELLED,
         "admission-webhook-latency": NOT_MODELLED,
         "apf-request-wait": NOT_MODELLED,
         "apiserver-memory": NOT_MODELLED,
         "controller-workqueue-latency": NOT_MODELLED,
-        "kube-controller-manager-availability": NOT_MODELLED,
         "apiserver-concurrency-saturation": NOT_MODELLED,
         "apiserver-client-cert-expiration": NOT_MODELLED,
-        "daemonset-pods-unavailable": NOT_MODELLED,
-        "coredns-upstreams-unreachable": NOT_MODELLED,
-        "coredns-forward-errors": NOT_MODELLED,
         "client-request-errors": NOT_MODELLED,
         "aggregated-api-availability": NOT_MODELLED,
         "watch-event-bytes": NOT_MODELLED,
-        "pod-sandbox-latency": NOT_MODELLED,
-        "platform-agent-cpu-throttling": NOT_MODELLED,
-        "node-readiness": "as on kube-prometheus-stack",
-        "node-readiness-flapping": "as on kube-prometheus-stack",
     },
 }
 STACKS = sorted(DAY_ONE_FAILURES)
@@ -127,6 +86,11 @@ def _stack_premises(stack: str) -> tuple[tuple[str, int, float], ...]:
         ("count(apiserver_terminated_watchers_total) or vector(0)", 60, 0),
         ('count(scheduler_schedule_attempts_total{result="error"}) or vector(0)', 60, 0),
         ('count(up{job="kubelet",metrics_path="/metrics"} == 0)', topology.TRICKLE.start + 2, 1),
+        # Node side: the rebooting node's kube-proxy is unscraped and its DaemonSet pods unavailable;
+        # the lazily created error counters (sandbox failures, upstream health-check failures) are absent.
+        ('count(up{job="kube-proxy"} == 0)', topology.TRICKLE.start + 2, 1),
+        ('max(kube_daemonset_status_number_unavailable{daemonset="kube-proxy"})', topology.TRICKLE.start + 2, 1),
+        ("count(kubelet_run_podsandbox_errors_total or coredns_proxy_healthcheck_failures_total) or vector(0)", 60, 0),
     )
 
 

@@ -11,7 +11,17 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.world import control_plane, monitoring, nodes
+from tests.world import (
+    control_plane,
+    coredns_forward,
+    daemonsets,
+    kube_proxy,
+    kubelet_agents,
+    monitoring,
+    node_basics,
+    node_lifecycle,
+    nodes,
+)
 from tests.world.stack import StackView
 from tests.world.timeline import Series, notation
 from tests.world.topology import World
@@ -30,6 +40,12 @@ def every_series(world: World, stack: StackView) -> list[Series]:
         out += nodes.kube_state_metrics(world, cluster, stack)
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
+        out += node_basics.series_for(world, cluster, stack)
+        out += kubelet_agents.series_for(world, cluster, stack)
+        out += kube_proxy.series_for(world, cluster, stack)
+        out += node_lifecycle.series_for(world, cluster, stack)
+        out += daemonsets.series_for(world, cluster, stack)
+        out += coredns_forward.series_for(world, cluster, stack)
     out += monitoring.self_health(world, stack, out)  # last: it derives the scrape series from every `up`
     return out
 
