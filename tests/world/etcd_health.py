@@ -20,9 +20,10 @@ the member labels of ``control_plane.etcd``. Read in etcd-io/etcd at v3.5.15:
 
 from __future__ import annotations
 
+import math
 import zlib
 
-from tests.world import shapes
+from tests.world import shapes, timeline
 from tests.world.control_plane import _base, _scale
 from tests.world.stack import StackView
 from tests.world.timeline import Series, const, counter, gauge, series
@@ -30,6 +31,10 @@ from tests.world.topology import Cluster, World
 
 WAL_FSYNC: shapes.Shape = ((0.001, 0.3), (0.002, 0.75), (0.004, 0.95), (0.008, 0.99), (0.016, 0.998), (1.024, 1.0))
 BACKEND_COMMIT: shapes.Shape = ((0.001, 0.05), (0.004, 0.5), (0.008, 0.85), (0.016, 0.97), (0.032, 0.995), (1.024, 1.0))
+# The apiservers compact etcd every 5 minutes (--etcd-compaction-interval): commits are slower
+# for the 30 s that follow, then calm again.
+COMPACTING_COMMIT: shapes.Shape = ((0.004, 0.3), (0.016, 0.8), (0.064, 0.97), (0.256, 0.995), (1.024, 1.0))
+COMPACTION_EVERY = 10  # samples: 5 minutes of 30 s scrapes
 PEER_RTT: shapes.Shape = ((0.0004, 0.1), (0.0008, 0.5), (0.0016, 0.9), (0.0032, 0.98), (0.0064, 0.995), (0.2, 1.0))
 
 # (grpc_type, grpc_service, grpc_method, OK per second per member in the larger cluster): the
@@ -63,11 +68,9 @@ def etcd_health(world: World, cluster: Cluster, stack: StackView) -> list[Series
     count, scale = world.samples, _scale(cluster, world)
     for number in range(cluster.etcd_members):
         base = _base(cluster, stack.job("etcd"), f"10.{cluster.index}.0.{number + 1}:2381", namespace="kube-system")
-        for name, shape, rate, mean in (
-            ("etcd_disk_wal_fsync_duration_seconds", WAL_FSYNC, 40 * scale, 0.0025),
-            ("etcd_disk_backend_commit_duration_seconds", BACKEND_COMMIT, 10.0, 0.006),
-        ):
-            out += shapes.histogram(name, base, stack.edges(name), const(rate), shape, mean, count)
+        fsync = "etcd_disk_wal_fsync_duration_seconds"
+        out += shapes.histogram(fsync, base, stack.edges(fsync), const(40 * scale), WAL_FSYNC, 0.0025, count)
+        out += _commits(base, stack.edges("etcd_disk_backend_commit_duration_seconds"), count, phase=number * 3)
         rtt = "etcd_network_peer_round_trip_time_seconds"
         for peer in range(cluster.etcd_members):
             if peer != number:
@@ -76,6 +79,23 @@ def etcd_health(world: World, cluster: Cluster, stack: StackView) -> list[Series
         out.append(series("etcd_server_leader_changes_seen_total", base, gauge(const(2.0), count)))
         out.append(series("etcd_server_proposals_failed_total", base, gauge(const(float(number)), count)))
         out += _grpc(world, base, scale)
+    return out
+
+
+def _commits(base: dict[str, str], edges: tuple[float, ...], count: int, phase: int) -> list[Series]:
+    """Backend commits, 10 a second, slower in the scrape interval after each compaction."""
+    name, rate = "etcd_disk_backend_commit_duration_seconds", 10.0
+
+    def shape(i: int) -> shapes.Shape:
+        return COMPACTING_COMMIT if (i + phase) % COMPACTION_EVERY == 0 else BACKEND_COMMIT
+
+    out = []
+    for edge in (*edges, math.inf):
+        rates = [rate * shapes.share_at_or_below(shape(i), edge) for i in range(count)]
+        le = "+Inf" if edge == math.inf else timeline.number(edge)
+        out.append(series(f"{name}_bucket", {**base, "le": le}, counter(rates, count)))
+    out.append(series(f"{name}_count", base, counter(const(rate), count)))
+    out.append(series(f"{name}_sum", base, counter(const(rate), count, factor=0.007)))
     return out
 
 
