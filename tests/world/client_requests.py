@@ -13,7 +13,7 @@ from __future__ import annotations
 from tests.world.control_plane import _base
 from tests.world.nodes import _scraped
 from tests.world.stack import StackView
-from tests.world.timeline import Series, counter, series, steps
+from tests.world.timeline import Series, const, counter, series, steps
 from tests.world.topology import Cluster, Node, World
 
 # (code, method, requests per second): leases every 10 s, node status, pod status, events.
@@ -52,7 +52,7 @@ def control_plane_clients(world: World, cluster: Cluster, stack: StackView) -> l
             base.update(namespace="kube-system", host=_host(cluster))
             for code, method, rate in _STANDBY if number else _LEADER[component]:
                 labels = {**base, "code": code, "method": method}
-                values = counter(lambda _i, rate=rate: rate, world.samples, start=rate * 86400)
+                values = counter(const(rate), world.samples, start=rate * 86400)
                 out.append(series("rest_client_requests_total", labels, values))
     return out
 
@@ -72,7 +72,7 @@ def _kubelet(world: World, cluster: Cluster, node: Node, stack: StackView) -> li
     scraped, count = _scraped(world, node), world.samples
     out = []
     for code, method, rate in _KUBELET + _KUBELET_RARE:
-        values = counter(lambda i, rate=rate: rate if scraped(i) else None, count, start=rate * 86400)
+        values = counter([rate if scraped(i) else None for i in range(count)], count, start=rate * 86400)
         out.append(series("rest_client_requests_total", {**base, "code": code, "method": method}, values))
     octet = int(node.ip.rsplit(".", 1)[1])
     if octet % 7 == 0:
