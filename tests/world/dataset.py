@@ -12,9 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.world import (
+    apiserver_extra,
+    client_requests,
     control_plane,
+    controller_manager,
     coredns_forward,
     daemonsets,
+    etcd_health,
     kube_proxy,
     kubelet_agents,
     monitoring,
@@ -37,6 +41,10 @@ def every_series(world: World, stack: StackView) -> list[Series]:
     for cluster in world.clusters:
         for exporter in (control_plane.apiserver, control_plane.etcd, control_plane.scheduler, control_plane.coredns):
             out += exporter(world, cluster, stack)
+        out += apiserver_extra.apiserver_extra(world, cluster, stack)
+        out += etcd_health.etcd_health(world, cluster, stack)
+        out += controller_manager.controller_manager(world, cluster, stack)
+        out += client_requests.clients(world, cluster, stack)
         out += nodes.kube_state_metrics(world, cluster, stack)
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)

@@ -8,9 +8,8 @@ its Ready condition is not True); ``node_collector_evictions_total{zone}`` is in
 ``Add(0)`` when the controller first sees a zone and counts the NoExecute taints it swaps in
 (one per node that goes NotReady or unreachable, rate-limited at 0.1 nodes/s per zone). The
 zone key is ``region + ":\\x00:" + zone`` (the Node's topology labels). Only the leader runs
-the controller, so only it has these series; the three replicas' targets are written as
-``controller_manager.py`` of the control-plane data writes them (identical series: promtool
-keeps one).
+the controller, so only it has these series; the three replicas' targets (``up``) are
+written by ``controller_manager.py``.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 from tests.world.control_plane import _base
 from tests.world.nodes import _gone, _ready_status
 from tests.world.stack import StackView
-from tests.world.timeline import Series, const, gauge, series
+from tests.world.timeline import Series, series
 from tests.world.topology import Cluster, Node, World
 
 
@@ -28,14 +27,11 @@ def zone_key(zone: str) -> str:
 
 
 def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
-    job, count = stack.job("kube-controller-manager"), world.samples
-    out: list[Series] = []
-    for number in range(cluster.schedulers):  # one per control-plane node
-        base = _base(cluster, job, f"10.{cluster.index}.0.{number + 1}:10257", namespace="kube-system")
-        out.append(series("up", base, gauge(const(1.0), count)))
-        if number == 0:
-            out += _zones(world, cluster, base)
-    return out
+    job = stack.job("kube-controller-manager")
+    # The leader (replica 0) exports the zone series; the targets' `up` is written once, by
+    # tests/world/controller_manager.py, which owns the three controller-manager targets.
+    base = _base(cluster, job, f"10.{cluster.index}.0.1:10257", namespace="kube-system")
+    return _zones(world, cluster, base)
 
 
 def _zones(world: World, cluster: Cluster, base: dict[str, str]) -> list[Series]:
