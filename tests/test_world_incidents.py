@@ -20,10 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.test_world_day_one import DAY_ONE_FAILURES, NOT_MODELLED, STACKS
 from tests.world import promtool
-from tests.world.dataset import Expectations
+from tests.world.dataset import Expectations, Fires
 from tests.world.incidents import INCIDENTS, Incident
 
 # Specs whose series the data set does not write yet raise their no-data alerts (pages, for the
@@ -44,6 +45,42 @@ def rules(stack: str, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The library as compiled for ``stack`` (specs it leaves out have no rules), once per stack."""
     compiled = promtool.compile_library(tmp_path_factory.mktemp(f"library-{stack}"), stack)
     return [path for path in compiled if path.name.removesuffix(".rules.yaml") not in UNMODELLED[stack]]
+
+
+def _alert_rules(path: Path) -> list[dict[str, object]]:
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return [rule for group in document["groups"] for rule in group["rules"] if "alert" in rule]
+
+
+def _labels(rule: dict[str, object]) -> dict[str, str]:
+    labels = rule.get("labels") or {}
+    assert isinstance(labels, dict)
+    return {str(key): str(value) for key, value in labels.items()}
+
+
+def _raises(rule: dict[str, object], fires: Fires) -> bool:
+    if fires.alertname is not None:
+        return rule["alert"] == fires.alertname
+    return _labels(rule).get("team") == fires.team
+
+
+def judged_rules(rules: list[Path], expect: Expectations) -> list[Path]:
+    """The rule files that can change the verdict: every file with a live page, and the expected alerts' files.
+
+    Each spec's rule file reads only raw series and its own recorded series (no rule reads
+    another spec's), so a file with no live page alert and none of the expected alerts can
+    neither page nor make an expected alert fire: leaving it out changes no assertion and
+    halves promtool's work (38 of the 88 files have live pages). Day one runs every file.
+    """
+    kept = []
+    for path in rules:
+        alerts = _alert_rules(path)
+        pages = any(
+            _labels(rule).get("severity") == "page" and _labels(rule).get("shadow") != "true" for rule in alerts
+        )
+        if pages or any(_raises(rule, fires) for rule in alerts for fires in expect.fires):
+            kept.append(path)
+    return kept
 
 
 WAITING = [incident for incident in INCIDENTS if incident.missing]
@@ -69,7 +106,10 @@ def test_the_right_team_hears_by_the_deadline_and_nobody_else_is_paged(
         pytest.skip(f"waits for {incident.missing}")
     workdir = tmp_path / "run"
     workdir.mkdir()
-    result = promtool.run(workdir, rules, incident.world, stack, incident.for_stack(stack))
+    expect = incident.for_stack(stack)
+    judged = judged_rules(rules, expect)
+    assert len(judged) < len(rules), "every rule file pages: nothing to leave out"
+    result = promtool.run(workdir, judged, incident.world, stack, expect)
     print(f"{incident.name} on {stack}: {result.seconds:.0f} s of promtool, {result.series} series")
     assert result.ok, (
         f"{incident.name} on {stack} ({result.series} series, {result.seconds:.0f} s): {incident.description}\n"
