@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import re
 import resource
 import shutil
@@ -111,11 +112,13 @@ def library_series(model: Model, nodes: int, start: int) -> dict[str, Day]:
 
 def write_history(model: Model, nodes: int, minutes: int, start: int, folder: Path) -> tuple[int, int]:
     """Stream the history into one OpenMetrics file per 2h block (promtool reads a file once per block it
-    spans); the series and samples written."""
+    spans), each turned into a block by promtool while the next is written; the series and samples."""
     every = library_series(model, nodes, start)
     samples = 0
+    running: tuple[subprocess.Popen[bytes], Path] | None = None
     for block in range(0, minutes, BLOCK_MIN):
-        with (folder / f"block-{block // BLOCK_MIN:04}.om").open("w", encoding="utf-8") as out:
+        source = folder / "om" / f"block-{block // BLOCK_MIN:04}.om"
+        with source.open("w", encoding="utf-8") as out:
             for name, (day, rise) in every.items():
                 lines = []
                 for minute in range(block, block + BLOCK_MIN):
@@ -125,13 +128,22 @@ def write_history(model: Model, nodes: int, minutes: int, start: int, folder: Pa
                 out.writelines(lines)
                 samples += len(lines)
             out.write("# EOF\n")
+        _finish(running)
+        running = _promtool(source, folder / "tsdb"), source
+    _finish(running)
     return len(every), samples
+
+
+# What the data set is made of: the cache key hashes these functions, the proof inputs and the specs.
+GENERATOR = (per_node, spec_days, units, replicated, library_series, write_history)
 
 
 def blocks_for(model: Model, nodes: int, minutes: int) -> tuple[Path, str]:
     """The cached TSDB for these parameters, built when missing; and what it holds."""
-    digest = hashlib.sha256(f"{nodes} {minutes} {END_S}".encode())
-    for path in [Path(__file__), *(REPO_ROOT / "compiler/targets/prometheus/proof").glob("*.py")]:
+    digest = hashlib.sha256(f"{nodes} {minutes} {END_S} {UNIT.pattern}".encode())
+    for function in GENERATOR:
+        digest.update(inspect.getsource(function).encode())
+    for path in sorted((REPO_ROOT / "compiler/targets/prometheus/proof").glob("*.py")):
         digest.update(path.read_bytes())
     for path in sorted((REPO_ROOT / "slo_specs").rglob("*")):
         digest.update(path.read_bytes() if path.is_file() else path.name.encode())
@@ -141,26 +153,30 @@ def blocks_for(model: Model, nodes: int, minutes: int) -> tuple[Path, str]:
     shutil.rmtree(cache, ignore_errors=True)
     (cache / "om").mkdir(parents=True)
     began, cpu = time.monotonic(), _children_cpu()
-    series, samples = write_history(model, nodes, minutes, END_S - minutes * 60, cache / "om")
-    written = time.monotonic() - began
-    for block in sorted((cache / "om").iterdir()):
-        _promtool(block, cache / "tsdb")
-        block.unlink()
+    series, samples = write_history(model, nodes, minutes, END_S - minutes * 60, cache)
     built = (
         f"{series:,} series, {samples:,} samples ({nodes:,} nodes for per-node specs, "
-        f"{minutes / DAY_MIN:g} days at 1m): "
-        f"OpenMetrics streamed in {written:.0f} s, blocks built in {time.monotonic() - began - written:.0f} s "
-        f"({_children_cpu() - cpu:.0f} s CPU in promtool); cached in {cache.relative_to(REPO_ROOT)}"
+        f"{minutes / DAY_MIN:g} days at 1m), streamed and built into blocks in {time.monotonic() - began:.0f} s "
+        f"wall ({_children_cpu() - cpu:.0f} s CPU in promtool); cached in {cache.relative_to(REPO_ROOT)}"
     )
     (cache / "built").write_text(built, encoding="utf-8")
     return cache / "tsdb", built
 
 
-def _promtool(source: Path, blocks: Path) -> None:
+def _promtool(source: Path, blocks: Path) -> subprocess.Popen[bytes]:
     command = ["promtool", "tsdb", "create-blocks-from", "openmetrics", "--quiet", str(source), str(blocks)]
-    result = subprocess.run(command, capture_output=True, text=True)
-    if result.returncode:
-        raise RuntimeError(result.stderr[-3000:])
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _finish(running: tuple[subprocess.Popen[bytes], Path] | None) -> None:
+    """Wait for promtool's block, then drop its input."""
+    if running is None:
+        return
+    process, source = running
+    _, errors = process.communicate()
+    if process.returncode:
+        raise RuntimeError(errors.decode(errors="replace")[-3000:])
+    source.unlink()
 
 
 def _children_cpu() -> float:

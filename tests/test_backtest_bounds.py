@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from compiler.live.backtest import Backtest, Interval, Result
+from compiler.live.backtest import Backtest, Interval, Result, segments
 from compiler.live.client import Access, Client
+from compiler.live.steps import Grid
 from compiler.model import Model
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render
@@ -125,3 +126,16 @@ def test_a_query_no_chunk_can_pass_is_a_problem_in_the_servers_words(
         result = replay(setup, prom.url)
     assert any("too many samples" in problem and "request-errors" in problem for problem in result.problems)
     assert any(problem.startswith("request-errors: not replayed past") for problem in result.problems)
+
+
+def test_segments_feed_every_step_once_in_order_each_after_its_warm_up() -> None:
+    full = Grid(1_000_000, 60_000, 10_000)
+    cut = segments(full, 100, 1_000, 300_000)
+    fed = [full.at_or_before(grid.time(index)) for grid, skip in cut for index in range(skip, grid.n)]
+    assert fed == list(range(full.n))
+    assert all(grid.n * 1_000 <= 300_000 for grid, _ in cut)  # each within the cells budget
+    assert [skip for _, skip in cut] == [0] + [100] * (len(cut) - 1)
+    # the warm-up is the floor: a budget below it still gives each segment its warm-up, and new steps
+    floor = segments(full, 100, 1_000, 1_000)
+    assert all(skip == 100 and grid.n <= 200 for grid, skip in floor[1:])
+    assert segments(full, 100, 1, 10_000) == [(full, 0)]  # fits: one segment

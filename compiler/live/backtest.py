@@ -17,9 +17,10 @@ Bounds, so that 14 days of a 7,500-node cluster stay affordable: a range query a
 previous chunk returned), and one the server refuses for its size (``--query.max-samples``) is
 asked again over half the steps; a raw rule returning more series than the spec's budget stops
 at the first chunk that does. In memory, a spec whose recorded values (series x steps) would pass
-``segment_cells`` is replayed in consecutive time segments, each evaluated with the longest window
-chain of history before it and fed to the same alert state machines, so memory follows the
-segment, not the length of the replay.
+``segment_cells`` is replayed in consecutive time segments, each evaluated with the replay's
+warm-up of history before it (the longest window chain by default, so the cut changes nothing)
+and fed to the same alert state machines, so memory follows the segment, not the length of the
+replay.
 """
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ class Backtest:
         }
         try:
             cut = segments(
-                full, _overlap_steps(rules, full.step_ms), self.cells_per_step(rules, spec.slo), self.segment_cells
+                full, _overlap_steps(warm, full.step_ms), self.cells_per_step(rules, spec.slo), self.segment_cells
             )
         except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
             cut = [(full, 0)]
@@ -327,9 +328,10 @@ def _place(answer: list[tuple[Labels, list[tuple[float, float]]]], grid: Grid, s
                 steps[index].append((labels, value))
 
 
-def _overlap_steps(rules: Sequence[Rule], step_ms: int) -> int:
-    """Steps of history a later segment evaluates before its first own step: the longest window chain."""
-    return -(-(warmup_ms(rules) + LOOKBACK_MS) // step_ms) + 1
+def _overlap_steps(warm_ms: int, step_ms: int) -> int:
+    """Steps of history a later segment evaluates before its first own step: the replay's warm-up (by
+    default the longest window chain, so the cut changes nothing), as its first step has."""
+    return -(-(warm_ms + LOOKBACK_MS) // step_ms) + 1
 
 
 def segments(full: Grid, overlap: int, cells_per_step: int, budget: int) -> list[tuple[Grid, int]]:
