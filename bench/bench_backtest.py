@@ -229,8 +229,9 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
     wall, cpu = time.monotonic(), time.process_time()
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
     for spec in specs:
-        limit = estimate(spec.slo, model.project.cluster_profile).budget
-        replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms, limit)
+        expected = estimate(spec.slo, model.project.cluster_profile)
+        interval_ms = model.project.evaluation_interval_ms
+        replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     what = f"{len(specs)} per-node specs at {nodes:,} nodes" if nodes_group else f"{len(specs)} cluster-wide specs"
     print(

@@ -188,6 +188,7 @@ class Backtest:
         self.max_samples, self.segment_cells = max_samples, segment_cells
         self.result = Result(start_ms, end_ms, warmup or 0)
         self.series_limit: int | None = None
+        self.recorded_series: int | None = None
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -198,10 +199,16 @@ class Backtest:
         return Grid(start, interval_ms, max(0, (self.end_ms - start) // interval_ms + 1))
 
     def run_spec(
-        self, spec: SpecPlan, rule_file: bytes, default_interval_ms: int, series_limit: int | None = None
+        self,
+        spec: SpecPlan,
+        rule_file: bytes,
+        default_interval_ms: int,
+        series_limit: int | None = None,
+        recorded_series: int | None = None,
     ) -> None:
-        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget)."""
-        self.series_limit = series_limit
+        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget),
+        ``recorded_series`` (the spec's estimate) sizes its time segments."""
+        self.series_limit, self.recorded_series = series_limit, recorded_series
         interval, rules = rules_of(rule_file)
         rules = needed(rules)
         warm = self.warmup if self.warmup is not None else warmup_ms(rules)
@@ -253,7 +260,9 @@ class Backtest:
         return True
 
     def cells_per_step(self, rules: Sequence[Rule], slo: SLO) -> int:
-        """Recorded values per step: the series the largest raw rule returns at the end, times the recording rules."""
+        """Recorded values per step: at most the series the largest raw rule returns at the end times the
+        recording rules, at most the spec's own estimate when that is larger than the largest rule (a fleet
+        records its units once and its windows per slice)."""
         recorded = {rule.name for rule in rules if rule.kind == "record"}
         raw = [rule for rule in rules if rule.kind == "record" and _names(rule.expr) - recorded]
         if len(recorded) * (self.series_limit or 1) * 20_000 <= self.segment_cells or not raw:
@@ -263,7 +272,7 @@ class Backtest:
             found = self.client.query(f"count({inline_for_server(rule, rules, slo)})", at=self.end_ms / 1000)
             widest = max([widest] + [int(value) for _, value in found if math.isfinite(value)])
         self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
-        return len(recorded) * widest
+        return min(len(recorded) * widest, max(widest, self.recorded_series or len(recorded) * widest))
 
     def evaluate(self, rule: Rule, rules: Sequence[Rule], recorded: set[str], slo: SLO, store: Store) -> list[Vector]:
         if _names(rule.expr) - recorded or rule.expr.startswith("vector("):
