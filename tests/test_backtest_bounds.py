@@ -3,7 +3,7 @@ refuses the unchunked range queries, and the backtest still succeeds by asking a
 steps, with exactly the firing intervals of the unchunked replay; so do a small points-per-query
 bound and a replay cut into time segments. A refusal even a single step cannot pass is a problem
 of the spec, in the server's words. Two days of backfilled data at 5s, replayed over the last day
-at 1m (about 20 s)."""
+at 1m (about 40 s)."""
 
 from __future__ import annotations
 
