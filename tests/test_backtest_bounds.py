@@ -74,9 +74,7 @@ def replay(setup: tuple[Model, dict[str, bytes], Path, int], url: str, **bounds:
 
 
 def keys(intervals: list[Interval]) -> set[Key]:
-    return {
-        (i.alert, tuple(sorted(i.labels.items())), i.fired_ms, i.resolved_ms, i.condition_ms) for i in intervals
-    }
+    return {(i.alert, tuple(sorted(i.labels.items())), i.fired_ms, i.resolved_ms, i.condition_ms) for i in intervals}
 
 
 @pytest.fixture(scope="module")
