@@ -88,8 +88,10 @@ bench: $(DEV) ## compile 1,000 synthetic specs (time per spec); the library's sa
 	$(PY) bench/bench_compile.py --specs 1000
 	$(PY) bench/bench_rule_cost.py
 
-bench-backtest: $(DEV) ## backtest the library over synthetic history in a real Prometheus; time and samples read
-	$(PY) bench/bench_backtest.py --days 4.2 --replay 1d --warmup 3d
+bench-backtest: $(DEV) ## backtest the library over 14 days of a synthetic cluster in a real Prometheus (data cached in .cache/)
+	$(PY) bench/bench_backtest.py --nodes 75 --days 17.1 --replay 14d --warmup 3d
+
+bench: bench-backtest
 
 clean: ## remove the virtualenv and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache

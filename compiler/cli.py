@@ -425,8 +425,9 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         client.buildinfo()
         replay = Backtest(client, start, end, warmup)
         for spec in specs:
-            limit = estimate(spec.slo, model.project.cluster_profile).budget
-            replay.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms, limit)
+            expected = estimate(spec.slo, model.project.cluster_profile)
+            interval_ms = model.project.evaluation_interval_ms
+            replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
     except LiveError as exc:
         print(f"slo-compiler: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -131,7 +131,7 @@ class Prometheus:
 
 @contextmanager
 def prometheus(
-    workdir: Path, rule_files: list[Path], alertmanager_port: int | None, blocks: Path
+    workdir: Path, rule_files: list[Path], alertmanager_port: int | None, blocks: Path, flags: tuple[str, ...] = ()
 ) -> Iterator[Prometheus]:
     port = free_port()
     config: dict[str, Any] = {
@@ -149,6 +149,7 @@ def prometheus(
         f"--web.listen-address=127.0.0.1:{port}",
         "--rules.alert.resend-delay=2s",
         "--rules.alert.for-grace-period=1s",
+        *flags,
     ]
     with serving(args, port, workdir / "prometheus.log") as url:
         yield Prometheus(url)

@@ -11,6 +11,16 @@ condition clears, a firing alert resolved at the first evaluation without it).
 Windows need history before the first reported minute: the warm-up (by default the longest
 chain of ranges and offsets the alerts read) is evaluated too, and only what fires inside the
 reported range is reported.
+
+Bounds, so that 14 days of a 7,500-node cluster stay affordable: a range query asks for at most
+10,000 steps and at most ``max_samples`` points (series x steps, sized from the series the
+previous chunk returned), and one the server refuses for its size (``--query.max-samples``) is
+asked again over half the steps; a raw rule returning more series than the spec's budget stops
+at the first chunk that does. In memory, a spec whose recorded values (series x steps) would pass
+``segment_cells`` is replayed in consecutive time segments, each evaluated with the replay's
+warm-up of history before it (the longest window chain by default, so the cut changes nothing)
+and fed to the same alert state machines, so memory follows the segment, not the length of the
+replay.
 """
 
 from __future__ import annotations
@@ -23,13 +33,22 @@ from typing import Any
 import promql_parser as pp
 import yaml
 
-from compiler.live.client import MAX_POINTS_PER_QUERY, Client, QueryError
-from compiler.live.steps import Grid, StepError, StepEvaluator, Store, Vector
+from compiler.live.client import (
+    MAX_POINTS_PER_QUERY,
+    MAX_SAMPLES_PER_QUERY,
+    Client,
+    Labels,
+    QueryError,
+    too_many_samples,
+)
+from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
 
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
+# Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
+SEGMENT_CELLS = 30_000_000
 
 
 @dataclass
@@ -59,6 +78,8 @@ class Result:
     problems: list[str] = field(default_factory=list)  # rules the server or backtest could not evaluate
     samples_read: int = 0
     queries: int = 0
+    split_queries: int = 0  # range queries the server refused for their size, asked again over half the steps
+    segments: int = 0  # time segments the specs were replayed in (one per spec when it fits in memory at once)
 
 
 @dataclass
@@ -150,13 +171,24 @@ def inline_for_server(rule: Rule, rules: Sequence[Rule], slo: SLO) -> str:
 class Backtest:
     """Replays the rule groups of some specs over one time range of one server."""
 
-    def __init__(self, client: Client, start_ms: int, end_ms: int, warmup: int | None, align_ms: int = 0) -> None:
+    def __init__(
+        self,
+        client: Client,
+        start_ms: int,
+        end_ms: int,
+        warmup: int | None,
+        align_ms: int = 0,
+        max_samples: int = MAX_SAMPLES_PER_QUERY,
+        segment_cells: int = SEGMENT_CELLS,
+    ) -> None:
         self.client = client
         self.start_ms, self.end_ms = start_ms, end_ms
         self.warmup = warmup
         self.align_ms = align_ms
+        self.max_samples, self.segment_cells = max_samples, segment_cells
         self.result = Result(start_ms, end_ms, warmup or 0)
         self.series_limit: int | None = None
+        self.recorded_series: int | None = None
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -167,45 +199,86 @@ class Backtest:
         return Grid(start, interval_ms, max(0, (self.end_ms - start) // interval_ms + 1))
 
     def run_spec(
-        self, spec: SpecPlan, rule_file: bytes, default_interval_ms: int, series_limit: int | None = None
+        self,
+        spec: SpecPlan,
+        rule_file: bytes,
+        default_interval_ms: int,
+        series_limit: int | None = None,
+        recorded_series: int | None = None,
     ) -> None:
-        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget)."""
-        self.series_limit = series_limit
+        """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget),
+        ``recorded_series`` (the spec's estimate) sizes its time segments."""
+        self.series_limit, self.recorded_series = series_limit, recorded_series
         interval, rules = rules_of(rule_file)
         rules = needed(rules)
         warm = self.warmup if self.warmup is not None else warmup_ms(rules)
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
-        grid = self.grid(interval or default_interval_ms, warm)
+        full = self.grid(interval or default_interval_ms, warm)
+        self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
+        # one machine per alerting rule (burn pairs share their alert's name), by the rule's place in the group
+        machines = {
+            index: AlertMachine(spec.slo.name, rule) for index, rule in enumerate(rules) if rule.kind == "alert"
+        }
+        try:
+            cut = segments(
+                full, _overlap_steps(warm, full.step_ms), self.cells_per_step(rules, spec.slo), self.segment_cells
+            )
+        except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
+            cut = [(full, 0)]
+        for grid, fed in cut:
+            self.result.segments += 1
+            if not self.replay_segment(spec, rules, grid, fed, machines):
+                break
+        for machine in machines.values():
+            self.result.intervals += [i for i in machine.done if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
+
+    def replay_segment(
+        self, spec: SpecPlan, rules: Sequence[Rule], grid: Grid, fed: int, machines: dict[int, AlertMachine]
+    ) -> bool:
+        """Evaluate the rules over one segment's grid and feed its steps from ``fed`` on to the alerts' state
+        machines; False when a recording rule failed (the spec is not replayed past it)."""
         store = Store(grid)
         recorded = {rule.name for rule in rules if rule.kind == "record"}
-        self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
-        for rule in rules:
+        for place, rule in enumerate(rules):
             try:
                 steps = self.evaluate(rule, rules, recorded, spec.slo, store)
             except (StepError, QueryError) as exc:
                 self.result.problems.append(f"{spec.slo.name}: rule {rule.name}: {exc}")
                 if rule.kind == "record":  # everything after it would read a hole, not history
                     self.result.problems.append(f"{spec.slo.name}: not replayed past {rule.name}")
-                    return
+                    return False
                 continue
             if rule.kind == "record":
                 store.put_vectors(rule.name, rule.labels, steps)
-            else:
-                fired = alert_intervals(spec.slo.name, rule, grid, steps)
-                self.result.intervals += [i for i in fired if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
-        for episode in self.result.intervals:
-            if episode.spec == spec.slo.name and episode.condition_ms is None:
+                continue
+            machine = machines[place]
+            known = len(machine.done)
+            for index in range(fed, grid.n):
+                machine.feed(grid.time(index), steps[index])
+            for episode in machine.done[known:]:  # the condition walks back within this segment's history
                 episode.condition_ms = condition_start(spec, episode, store)
+        return True
+
+    def cells_per_step(self, rules: Sequence[Rule], slo: SLO) -> int:
+        """Recorded values per step: at most the series the largest raw rule returns at the end times the
+        recording rules, at most the spec's own estimate when that is larger than the largest rule (a fleet
+        records its units once and its windows per slice)."""
+        recorded = {rule.name for rule in rules if rule.kind == "record"}
+        raw = [rule for rule in rules if rule.kind == "record" and _names(rule.expr) - recorded]
+        if len(recorded) * (self.series_limit or 1) * 20_000 <= self.segment_cells or not raw:
+            return len(recorded) * (self.series_limit or 1)  # fits over two weeks at 1m even at the budget: no probe
+        widest = 1
+        for rule in raw:
+            found = self.client.query(f"count({inline_for_server(rule, rules, slo)})", at=self.end_ms / 1000)
+            widest = max([widest] + [int(value) for _, value in found if math.isfinite(value)])
+        self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
+        return min(len(recorded) * widest, max(widest, self.recorded_series or len(recorded) * widest))
 
     def evaluate(self, rule: Rule, rules: Sequence[Rule], recorded: set[str], slo: SLO, store: Store) -> list[Vector]:
         if _names(rule.expr) - recorded or rule.expr.startswith("vector("):
             steps = self.from_server(inline_for_server(rule, rules, slo), store.grid)
             found = len({frozenset(labels.items()) for vector in steps for labels, _ in vector})
-            if self.series_limit is not None and found > self.series_limit:
-                raise StepError(
-                    f"returned {found} series, more than the spec's series_budget of {self.series_limit}: "
-                    "a selector reads more than the spec expects (preflight shows which); the spec was not replayed"
-                )
+            self._within_budget(found)
             return steps
         evaluator = StepEvaluator(store)
         steps = evaluator.run(rule.expr)
@@ -217,28 +290,82 @@ class Backtest:
             )
         return steps
 
+    def _within_budget(self, found: int) -> None:
+        if self.series_limit is not None and found > self.series_limit:
+            raise StepError(
+                f"returned {found} series, more than the spec's series_budget of {self.series_limit}: "
+                "a selector reads more than the spec expects (preflight shows which); the spec was not replayed"
+            )
+
+    def chunk_steps(self, series: int | None) -> int:
+        """Steps per range query so that ``series`` series answer at most ``max_samples`` points."""
+        return max(1, min(MAX_POINTS_PER_QUERY, self.max_samples // max(1, series or 1)))
+
     def from_server(self, expr: str, grid: Grid) -> list[Vector]:
-        """A raw-reading expression at every grid step, as range queries of at most 10,000 steps."""
+        """A raw-reading expression at every grid step, as range queries bounded in steps and points; a
+        chunk the server refuses for its size is asked again over half the steps."""
         steps: list[Vector] = [[] for _ in range(grid.n)]
-        for first in range(0, grid.n, MAX_POINTS_PER_QUERY):
-            last = min(grid.n, first + MAX_POINTS_PER_QUERY) - 1
-            start_s, end_s = grid.time(first) / 1000, grid.time(last) / 1000
-            for labels, points in self.client.query_range(expr, start_s, end_s, grid.step_ms / 1000):
-                for t, value in points:
-                    index = round((t * 1000 - grid.start_ms) / grid.step_ms)
-                    if 0 <= index < grid.n:
-                        steps[index].append((labels, value))
+        ceiling = MAX_POINTS_PER_QUERY  # lowered for good when the server refuses a chunk for its size
+        width = self.chunk_steps(self.series_limit)
+        first = 0
+        while first < grid.n:
+            last = min(grid.n, first + width) - 1
+            try:
+                answer = self.client.query_range(
+                    expr, grid.time(first) / 1000, grid.time(last) / 1000, grid.step_ms / 1000
+                )
+            except QueryError as exc:
+                if not too_many_samples(exc) or width == 1:
+                    raise
+                width = ceiling = max(1, width // 2)
+                self.result.split_queries += 1
+                continue
+            self._within_budget(len(answer))
+            _place(answer, grid, steps)
+            width = min(ceiling, self.chunk_steps(len(answer)))
+            first = last + 1
         self.result.samples_read = self.client.samples_read
         self.result.queries = self.client.requests
         return steps
 
 
-def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> list[Interval]:
-    """Prometheus 2.42's alerting-rule state machine over the rule's results at each step."""
-    active: dict[frozenset[tuple[str, str]], _Alert] = {}
-    done: list[Interval] = []
-    for index, vector in enumerate(steps):
-        ts = grid.time(index)
+def _place(answer: list[tuple[Labels, list[tuple[float, float]]]], grid: Grid, steps: list[Vector]) -> None:
+    for labels, points in answer:
+        for t, value in points:
+            index = round((t * 1000 - grid.start_ms) / grid.step_ms)
+            if 0 <= index < grid.n:
+                steps[index].append((labels, value))
+
+
+def _overlap_steps(warm_ms: int, step_ms: int) -> int:
+    """Steps of history a later segment evaluates before its first own step: the replay's warm-up (by
+    default the longest window chain, so the cut changes nothing), as its first step has."""
+    return -(-(warm_ms + LOOKBACK_MS) // step_ms) + 1
+
+
+def segments(full: Grid, overlap: int, cells_per_step: int, budget: int) -> list[tuple[Grid, int]]:
+    """The full grid cut into consecutive segments of at most ``budget`` cells where it can be: each as
+    (the grid evaluated, how many of its first steps an earlier segment already fed to the alerts)."""
+    if cells_per_step * full.n <= budget:
+        return [(full, 0)]
+    own = max(overlap, budget // max(1, cells_per_step) - overlap, 1)  # new steps per segment
+    cut = []
+    for begin in range(0, full.n, own):
+        first = max(0, begin - overlap)
+        cut.append((Grid(full.time(first), full.step_ms, min(full.n, begin + own) - first), begin - first))
+    return cut
+
+
+class AlertMachine:
+    """Prometheus 2.42's alerting-rule state machine for one rule, fed one evaluation at a time."""
+
+    def __init__(self, spec: str, rule: Rule) -> None:
+        self.spec, self.rule = spec, rule
+        self.active: dict[frozenset[tuple[str, str]], _Alert] = {}
+        self.done: list[Interval] = []
+
+    def feed(self, ts: int, vector: Vector) -> None:
+        rule, active = self.rule, self.active
         seen = set()
         for sample, _value in vector:
             labels = {k: v for k, v in sample.items() if k != "__name__"} | rule.labels | {"alertname": rule.name}
@@ -252,9 +379,16 @@ def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> l
                 continue
             if alert.state == "pending" and ts - alert.active_ms >= rule.for_ms:
                 alert.state = "firing"
-                alert.interval = Interval(spec, rule.name, alert.labels, alert.active_ms, ts)
-                done.append(alert.interval)
-    return done
+                alert.interval = Interval(self.spec, rule.name, alert.labels, alert.active_ms, ts)
+                self.done.append(alert.interval)
+
+
+def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> list[Interval]:
+    """Prometheus 2.42's alerting-rule state machine over the rule's results at each step."""
+    machine = AlertMachine(spec, rule)
+    for index, vector in enumerate(steps):
+        machine.feed(grid.time(index), vector)
+    return machine.done
 
 
 def _still_active(

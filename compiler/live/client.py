@@ -23,6 +23,11 @@ from typing import Any
 Labels = dict[str, str]
 # query_range answers at most 11,000 points per series; backtest chunks below that.
 MAX_POINTS_PER_QUERY = 10_000
+# Points (series x steps) one range-query answer may hold: the server's --query.max-samples default is
+# 50,000,000, and 2,000,000 points are about 60 MB of JSON for the client to parse.
+MAX_SAMPLES_PER_QUERY = 2_000_000
+# The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
+TOO_MANY_SAMPLES = "would load too many samples"
 
 
 class LiveError(Exception):
@@ -31,6 +36,11 @@ class LiveError(Exception):
 
 class QueryError(LiveError):
     """The server is there but refused one query (bad data, an execution error such as many-to-many)."""
+
+
+def too_many_samples(error: QueryError) -> bool:
+    """The server refused a query for its size (--query.max-samples): a shorter time range will pass."""
+    return TOO_MANY_SAMPLES in str(error)
 
 
 @dataclass(frozen=True)
