@@ -1,6 +1,6 @@
 """Benchmark: samples the library's rules read per evaluation in a real Prometheus, against the floor.
 
-The synthetic history of ``bench_backtest`` (every spec's generated-test inputs, one sample a
+A synthetic history (``history`` below: every spec's generated-test inputs, one sample a
 minute) is backfilled into a Prometheus 2.42 on loopback that runs every generated rule group.
 Once each group has evaluated, every rule's expression is queried at the same instant with
 ``stats=all``: the server's own ``totalQueryableSamples`` is what that rule reads per evaluation.
@@ -32,14 +32,61 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from bench.bench_backtest import history  # noqa: E402
 from compiler.live.client import Access, Client  # noqa: E402
 from compiler.model import SLO, LatencySLI, Model, queries, series  # noqa: E402
 from compiler.model.links import rules_path  # noqa: E402
 from compiler.model.reads import RawRead, raw_reads  # noqa: E402
 from compiler.pipeline import compile_specs, render  # noqa: E402
 from compiler.promql import format_duration  # noqa: E402
+from compiler.targets.prometheus.proof.inputs import Inputs  # noqa: E402
+from compiler.targets.prometheus.proof.timeline import Timeline  # noqa: E402
 from tests import engines  # noqa: E402
+
+
+def history(minutes: int, start: int) -> tuple[str, int]:
+    """OpenMetrics for every library spec: slice a with a two-hour incident each day, b calm."""
+    model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
+    assert model is not None and not diagnostics, diagnostics.render()
+    texts, specs = [], 0
+    for slo in model.slos:
+        try:
+            inputs = Inputs(slo)
+            wave = Timeline.constant(0.0, 0)
+            for day in range(minutes // 1440 + 1):
+                wave = wave.then(0.0, min(1320, minutes - day * 1440)).then(0.2, min(120, minutes - day * 1440 - 1320))
+            timelines = {
+                "a": wave,
+                **({"b": Timeline.constant(0.0, len(wave.values) - 1)} if "b" in inputs.slices else {}),
+            }
+            text = inputs.openmetrics(timelines, start).removesuffix("# EOF\n")
+            texts.append(text.replace('cluster="cluster-', f'cluster="s{specs}-cluster-'))  # each spec its clusters
+            specs += 1
+        except Exception:  # a spec whose inputs cannot take these values still gets replayed, on no data
+            continue
+    return _first_owner(texts) + "# EOF\n", specs
+
+
+def _first_owner(texts: list[str]) -> str:
+    """Keep one run of samples per series: the first spec's, in time order.
+
+    Specs reading the same series synthesise it each, and a spec's inputs may write a series
+    twice (a histogram's ``_count`` for each threshold): OpenMetrics needs each series' samples
+    once, in increasing time, so a sample not after the series' last kept one is dropped.
+    """
+    owner: dict[str, int] = {}
+    last: dict[str, float] = {}
+    kept = []
+    for index, text in enumerate(texts):
+        for line in text.splitlines():
+            if line.startswith("#"):
+                continue
+            series, _, stamp = line.rsplit(" ", 2)
+            if owner.setdefault(series, index) != index or float(stamp) <= last.get(series, float("-inf")):
+                continue
+            last[series] = float(stamp)
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
 
 FUTURE_S = 600  # the synthetic history reaches this far past the start, so every 5m window is full
 
