@@ -250,16 +250,19 @@ def _series(name: str, values: str, **label_values: str) -> dict[str, str]:
     return {"series": f"{name}{{{text}}}", "values": values}
 
 
+# The NotReady nodes of these cases turn NotReady at minute 10, after being Ready: a node counts
+# as out once it has been NotReady for 5 minutes (node-readiness's max_over_time), so a node
+# failing at 10 is out from minute 15 (a node NotReady from its first sample is out at once).
+FAILS_AT = 10
+
+
 def _nodes(ready: list[bool], pool: str) -> list[dict[str, str]]:
-    """kube-state-metrics series of a pool's nodes, each Ready or NotReady for 40 minutes."""
+    """kube-state-metrics series of a pool's nodes: Ready for 40 minutes, or NotReady from FAILS_AT."""
     found = []
     for index, is_ready in enumerate(ready):
         node = {"cluster": "c1", "node": f"{pool}-{index}", "job": "kube-state-metrics"}
-        found.append(
-            _series(
-                "kube_node_status_condition", "1x40" if is_ready else "0x40", condition="Ready", status="true", **node
-            )
-        )
+        values = "1x40" if is_ready else f"1x{FAILS_AT - 1} 0x{40 - FAILS_AT}"
+        found.append(_series("kube_node_status_condition", values, condition="Ready", status="true", **node))
         found.append(_series("kube_node_spec_unschedulable", "0x40", **node))
         found.append(
             _series("kube_node_labels", "1x40", label_node_pool=pool, label_topology_kubernetes_io_zone="z1", **node)
@@ -286,29 +289,33 @@ READINESS_PAGE, READINESS_TICKET = "NodeReadinessAboveCriticalRange", "NodeReadi
 
 
 def test_one_notready_node_in_a_ten_node_pool_is_a_ticket_not_a_page(tmp_path: Path) -> None:
-    """The measured false page (1 of 10 = 10% > 5%) is gone; 3 of 10 still pages; a big pool needs 5%."""
+    """The measured false page (1 of 10 = 10% > 5%) is gone; 3 of 10 still pages; a big pool needs 5%.
+
+    Nodes fail at FAILS_AT (10m): out 5 minutes later, the ticket after fleet.for (10m) more, the
+    page after its for (1m): 15 and 6 minutes after the failure, as the spec's comments say.
+    """
     cases = {
-        "1 of 10 NotReady: its ticket at 15m, never a page": {
+        "1 of 10 NotReady: its ticket 15m after it fails, never a page": {
             "input_series": _nodes([False] + [True] * 9, "small"),
             "promql_expr_test": [
-                _count(READINESS_TICKET, "14m", None),
-                _count(READINESS_TICKET, "15m", 1, node="small-0"),
+                _count(READINESS_TICKET, "24m", None),
+                _count(READINESS_TICKET, "25m", 1, node="small-0"),
                 _count(READINESS_PAGE, "40m", None),
             ],
         },
-        "3 of 10 NotReady: a correlated failure pages at 5m": {
+        "3 of 10 NotReady: a correlated failure pages 6m after it starts": {
             "input_series": _nodes([False] * 3 + [True] * 7, "small"),
-            "promql_expr_test": [_count(READINESS_PAGE, "4m", None), _count(READINESS_PAGE, "5m", 1)],
+            "promql_expr_test": [_count(READINESS_PAGE, "15m", None), _count(READINESS_PAGE, "16m", 1)],
         },
         "3 of 100 NotReady (3% < 5%): three tickets, no page": {
             "input_series": _nodes([False] * 3 + [True] * 97, "big"),
-            "promql_expr_test": [_count(READINESS_TICKET, "15m", 3), _count(READINESS_PAGE, "40m", None)],
+            "promql_expr_test": [_count(READINESS_TICKET, "25m", 3), _count(READINESS_PAGE, "40m", None)],
         },
     }
     result = _run_cases(tmp_path, "node-readiness", cases)
     assert result.returncode == 0, result.stdout + result.stderr
-    wrong = {"wrong: 1 of 10 pages": {**cases["1 of 10 NotReady: its ticket at 15m, never a page"]}}
-    wrong["wrong: 1 of 10 pages"]["promql_expr_test"] = [_count(READINESS_PAGE, "10m", 1)]
+    wrong = {"wrong: 1 of 10 pages": {**cases["1 of 10 NotReady: its ticket 15m after it fails, never a page"]}}
+    wrong["wrong: 1 of 10 pages"]["promql_expr_test"] = [_count(READINESS_PAGE, "20m", 1)]
     assert _run_cases(tmp_path, "node-readiness", wrong).returncode == 1
 
 

@@ -1,7 +1,7 @@
 """``slo-compiler backtest`` over history only, the way a team runs it before a merge: a Prometheus
 that holds backfilled data and none of the spec's rules, the range given with ``--from/--to``.
-The rule group runs every second over three hours, so the replay needs two range queries
-(10,000 steps each at most), and the incident straddles the boundary between them: each alert
+The rule group runs every second over three hours, so the replay needs several range queries
+(10,000 steps and 2,000,000 points each at most) and its state crosses their boundaries: each alert
 must fire and resolve exactly when Prometheus 2.42's rules would (``for`` 5m, ``keep_firing_for``
 5m, a page without ``for``), once. About 10 s."""
 
@@ -29,7 +29,7 @@ def test_a_replay_over_history_crosses_query_chunks_and_fires_on_time(
 ) -> None:
     end = int(time.time()) // 60 * 60 - 3600
     start = end - 3 * 3600
-    incident, calm = start + 9_900, start + 10_500  # step 10,000 (the second query's first) in between
+    incident, calm = start + 9_900, start + 10_500
     lines = []
     for t in range(start - 600, end + 1, 15):
         for cluster in ("west", "east"):
@@ -42,7 +42,10 @@ def test_a_replay_over_history_crosses_query_chunks_and_fires_on_time(
         code = main(["backtest", "--prometheus", prom.url, "--specs", str(tree), *span, "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["problems"]
-    assert report["queries"] == 3  # buildinfo, then the one raw rule in two chunks of at most 10,000 steps
+    # buildinfo, then the one raw rule in three chunks: the first sized from the spec's series budget
+    # (2,000 series x 1,000 steps = the 2,000,000-point cap), the next from the 2 series it found
+    # (10,000 steps, the step cap), and the rest.
+    assert report["queries"] == 4
     fired = {(i["alert"], i["labels"]["cluster"]): i for i in report["intervals"]}
     assert set(fired) == {("QueueDepthAboveCriticalRange", "west"), ("QueueDepthAboveNormalRange", "west")}
     page = fired[("QueueDepthAboveCriticalRange", "west")]

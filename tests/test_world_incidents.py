@@ -5,7 +5,8 @@ fault injected at minute 60 (see ``tests/world/incidents.py``): a hung PLEG, api
 at 5%, 20% of a pool unreachable, a pool's nodes deleted, one NotReady node in a 10-node
 pool, one bad NIC. On each stack (kube-prometheus-stack, the one the library ships for, and
 kube-prometheus, with the series as that stack delivers them and the library compiled for it),
-promtool runs every generated rule file of the library over the raw series and asserts, through
+promtool runs the library's rule files that can change the verdict (``judged_rules``: every file
+with a live page, and the expected alerts' files) over the raw series and asserts, through
 ``ALERTS``, the alert, its ``team`` label, its slice and the minute it fires by, and that no
 other alert of severity page (and not in shadow) is pending or firing at any minute.
 
