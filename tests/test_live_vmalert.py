@@ -163,18 +163,19 @@ def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) 
                     first[(engine, alert[0])] = min(first.get((engine, alert[0]), time.time()), time.time())
                 seen[engine] |= received(am)
             time.sleep(1)
-    # An alert Prometheus sent near the end reaches vmalert's Alertmanager up to LAG_S later: keep
-    # watching vmalert that long (and no longer) before comparing, so the race is not a difference.
-    deadline = time.time() + LAG_S
-    def missing_in_vmalert() -> bool:
-        plain = {(name, tuple((k, v) for k, v in labels if k != "alertgroup")) for name, labels in seen["vmalert"]}
-        return bool(seen["prometheus"] - plain)
+        # An alert Prometheus sent near the end reaches vmalert's Alertmanager up to LAG_S later: keep
+        # watching vmalert that long (and no longer) before comparing, so the race is not a difference;
+        # inside the `with`, while its Alertmanager still runs.
+        deadline = time.time() + LAG_S
+        def missing_in_vmalert() -> bool:
+            plain = {(name, tuple((k, v) for k, v in labels if k != "alertgroup")) for name, labels in seen["vmalert"]}
+            return bool(seen["prometheus"] - plain)
 
-    while time.time() < deadline and missing_in_vmalert():
-        for alert in received(am_vm) - seen["vmalert"]:
-            first[("vmalert", alert[0])] = min(first.get(("vmalert", alert[0]), time.time()), time.time())
-        seen["vmalert"] |= received(am_vm)
-        time.sleep(1)
+        while time.time() < deadline and missing_in_vmalert():
+            for alert in received(am_vm) - seen["vmalert"]:
+                first[("vmalert", alert[0])] = min(first.get(("vmalert", alert[0]), time.time()), time.time())
+            seen["vmalert"] |= received(am_vm)
+            time.sleep(1)
     print({f"{engine} {name}": round(t - now, 1) for (engine, name), t in sorted(first.items())})
     # The one difference in labels: vmalert adds the group's name as alertgroup.
     groups = {dict(labels).get("alertgroup") for _, labels in seen["vmalert"]}
