@@ -319,18 +319,21 @@ def test_one_notready_node_in_a_ten_node_pool_is_a_ticket_not_a_page(tmp_path: P
     assert _run_cases(tmp_path, "node-readiness", wrong).returncode == 1
 
 
-def _nics(bad: tuple[str, str]) -> list[dict[str, str]]:
-    """Five nodes with two NICs each at 100k packets/s; ``bad`` errs on 1% of its packets, the rest on 1e-7."""
+def _nics(
+    bad: tuple[str, str], counter: str = "errs", share: float = 0.01, minutes: int = 40
+) -> list[dict[str, str]]:
+    """Five nodes with two NICs each at 100k packets/s; ``bad`` counts ``share`` of its packets in
+    ``node_network_receive_<counter>_total`` (errs or drop), the rest 1e-7."""
     found = []
     for node in range(5):
         for device in ("eth0", "eth1"):
             unit = (f"10.0.0.{node}:9100", device)
-            errors = 60_000 if unit == bad else 0.6  # per minute: 1% or 1e-7 of 6,000,000 packets
+            per_minute = 6_000_000 * share if unit == bad else 0.6  # share or 1e-7 of 6,000,000 packets
             base = {"cluster": "c1", "instance": unit[0], "device": device, "job": "node-exporter"}
-            found.append(_series("node_network_receive_packets_total", "0+6000000x40", **base))
-            found.append(_series("node_network_transmit_packets_total", "0+0x40", **base))
-            found.append(_series("node_network_receive_errs_total", f"0+{errors}x40", **base))
-            found.append(_series("node_network_transmit_errs_total", "0+0x40", **base))
+            found.append(_series("node_network_receive_packets_total", f"0+6000000x{minutes}", **base))
+            found.append(_series("node_network_transmit_packets_total", f"0+0x{minutes}", **base))
+            found.append(_series(f"node_network_receive_{counter}_total", f"0+{per_minute:g}x{minutes}", **base))
+            found.append(_series(f"node_network_transmit_{counter}_total", f"0+0x{minutes}", **base))
     return found
 
 

@@ -21,7 +21,7 @@ import pytest
 from compiler.model import SLO, Model
 from tests import engines
 from tests.support import LIBRARY_SPECS, compile_tree
-from tests.test_fleet_signals import _alert, _count, _run_cases, _series, _webhook_model
+from tests.test_fleet_signals import _alert, _count, _nics, _run_cases, _webhook_model
 from tests.test_hostile_routing import post_alerts, write_alertmanager
 from tests.test_library_commands import _findings as unsafe_findings
 from tests.test_library_commands import _texts
@@ -264,27 +264,12 @@ def test_protected_level_pages_reach_on_call_once_per_starved_level(tmp_path: Pa
 # -- X8 for drops: one host that drops is seen (nic-drop-budget ⚠️ (1)) ---------------------------
 
 
-def _dropping_nics(bad: tuple[str, str]) -> list[dict[str, str]]:
-    """Five nodes with two NICs each at 100k packets/s for 50 minutes; ``bad`` drops 2%, the rest 1e-7."""
-    found = []
-    for node in range(5):
-        for device in ("eth0", "eth1"):
-            unit = (f"10.0.0.{node}:9100", device)
-            drops = 120_000 if unit == bad else 0.6  # per minute: 2% or 1e-7 of 6,000,000 packets
-            base = {"cluster": "c1", "instance": unit[0], "device": device, "job": "node-exporter"}
-            found.append(_series("node_network_receive_packets_total", "0+6000000x50", **base))
-            found.append(_series("node_network_transmit_packets_total", "0+0x50", **base))
-            found.append(_series("node_network_receive_drop_total", f"0+{drops}x50", **base))
-            found.append(_series("node_network_transmit_drop_total", "0+0x50", **base))
-    return found
-
-
 def test_one_dropping_nic_among_healthy_ones_is_a_ticket_naming_it(tmp_path: Path) -> None:
     """2% drops on one NIC of ten (a cluster ratio of 0.2%): a ticket naming instance and device after 30m."""
     ticket = "NICDropsUnitAboveCriticalRange"
     cases = {
         "10.0.0.3 eth1 drops 2%": {
-            "input_series": _dropping_nics(("10.0.0.3:9100", "eth1")),
+            "input_series": _nics(("10.0.0.3:9100", "eth1"), counter="drop", share=0.02, minutes=50),
             "promql_expr_test": [
                 _count(ticket, "29m", None),
                 _count(ticket, "31m", 1, instance="10.0.0.3:9100", device="eth1"),
