@@ -13,7 +13,7 @@ CPU time of the backtest (this process), the requests, the raw samples the serve
 query stats), the peak RSS of this process and of Prometheus, split between per-node and cluster-wide
 specs so the per-node share can be scaled to 7,500 nodes. Usage:
 
-    python bench/bench_backtest.py [--nodes 75] [--days 17.1] [--replay 14d] [--warmup 3d]
+    python bench/bench_backtest.py [--nodes 75] [--days 17.1] [--replay 14d] [--warmup 3d] [--only per-node]
 """
 
 from __future__ import annotations
@@ -206,6 +206,9 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=17.1, help="days of history (replay + warm-up + margin)")
     parser.add_argument("--replay", default="14d")
     parser.add_argument("--warmup", default="3d")
+    parser.add_argument(
+        "--only", choices=("per-node", "cluster-wide"), help="replay only these specs (the data set is the same)"
+    )
     args = parser.parse_args()
     model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
     assert model is not None and not diagnostics, diagnostics.render()
@@ -218,14 +221,22 @@ def main() -> None:
         pid = _server_pid(blocks)
         replay = Backtest(Client(Access(prom.url, timeout_s=600)), END_S * 1000 - replay_ms, END_S * 1000, warmup_ms)
         for group in (False, True):
-            _run_group(model, files, replay, group, args.nodes)
+            if args.only is None or args.only == ("per-node" if group else "cluster-wide"):
+                _run_group(model, files, replay, group, args.nodes)
         print(f"Prometheus peak RSS {_rss_mb(pid):.0f} MB; backtest process peak RSS {_rss_mb():.0f} MB")
 
 
 def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_group: bool, nodes: int) -> None:
     """Replay the per-node specs or the others, and print what that cost."""
     result = replay.result
-    before = (result.queries, result.samples_read, len(result.intervals), len(result.problems), result.segments)
+    before = (
+        result.queries,
+        result.samples_read,
+        len(result.intervals),
+        len(result.problems),
+        result.segments,
+        result.inlined_rules,
+    )
     wall, cpu = time.monotonic(), time.process_time()
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
     for spec in specs:
@@ -237,7 +248,8 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
     print(
         f"backtest of {what}: {wall:.1f} s wall, {cpu:.1f} s CPU, {result.queries - before[0]} requests "
         f"({result.split_queries} split), {result.samples_read - before[1]:,} samples read, "
-        f"{result.segments - before[4]} segment(s), {len(result.intervals) - before[2]} firing interval(s), "
+        f"{result.segments - before[4]} segment(s), {result.inlined_rules - before[5]} wide rule(s) inlined, "
+        f"{len(result.intervals) - before[2]} firing interval(s), "
         f"{len(result.problems) - before[3]} problem(s), peak RSS so far {_rss_mb():.0f} MB"
     )
     for problem in result.problems[before[3] :]:

@@ -21,6 +21,14 @@ at the first chunk that does. In memory, a spec whose recorded values (series x 
 warm-up of history before it (the longest window chain by default, so the cut changes nothing)
 and fed to the same alert state machines, so memory follows the segment, not the length of the
 replay.
+
+Wide per-unit series (a fleet's value per node or NIC, a spec sliced per node) are never held in
+memory when only instant reads use them: such a recorded rule (at least ``wide_series`` series at
+the ends of the replay, probed with ``count()``) is inlined into each rule that reads it, and
+those rules run on the server too. A unit alert (``unit_value > 0.05``) then returns only its
+firing points, and a fleet count returns one series per slice, so memory and the work done here
+follow the slices and the firings, not the nodes; the server reads the raw series once per
+reader instead of once. A recorded series read with a range or an offset is always held.
 """
 
 from __future__ import annotations
@@ -41,14 +49,16 @@ from compiler.live.client import (
     QueryError,
     too_many_samples,
 )
-from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector
+from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector, _absent_labels
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
-from compiler.promql import _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
+from compiler.promql import _children, _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
 
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
 # Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
 SEGMENT_CELLS = 30_000_000
+# A recorded rule this wide that only instant reads use is evaluated inside its readers on the server.
+WIDE_SERIES = 50
 
 
 @dataclass
@@ -80,6 +90,7 @@ class Result:
     queries: int = 0
     split_queries: int = 0  # range queries the server refused for their size, asked again over half the steps
     segments: int = 0  # time segments the specs were replayed in (one per spec when it fits in memory at once)
+    inlined_rules: int = 0  # wide recorded rules not held: inlined into their readers, which ran on the server
 
 
 @dataclass
@@ -125,6 +136,63 @@ def rules_of(text: bytes) -> tuple[int | None, list[Rule]]:
 
 def _names(expr: str) -> set[str]:
     return {node.name for node in _iter_nodes(parse_expr(expr)) if isinstance(node, pp.VectorSelector) and node.name}
+
+
+def plain_reads(expr: str) -> dict[str, bool]:
+    """Each metric name the expression reads, and whether every read of it is a plain instant selector
+    (no range, offset, ``@`` or subquery): only those reads can be replaced by the rule's expression."""
+    found: dict[str, bool] = {}
+
+    def walk(node: pp.Expr, plain: bool) -> None:
+        if isinstance(node, pp.VectorSelector):
+            if node.name:
+                found[node.name] = found.get(node.name, True) and plain and node.offset is None and node.at is None
+        elif isinstance(node, pp.MatrixSelector):
+            walk(node.vector_selector, False)
+        elif isinstance(node, pp.SubqueryExpr):
+            walk(node.expr, False)
+        else:
+            for child in _children(node):
+                walk(child, plain)
+
+    walk(parse_expr(expr), True)
+    return found
+
+
+def inlinable(rules: Sequence[Rule]) -> set[str]:
+    """Recorded rules the server can evaluate inside a reader: every recorded series they read (if any)
+    is read plainly and is itself inlinable."""
+    producers = {rule.name: rule for rule in rules if rule.kind == "record"}
+    known: dict[str, bool] = {}
+
+    def able(name: str, depth: int = 0) -> bool:
+        if name not in known:
+            reads = plain_reads(producers[name].expr)
+            known[name] = depth < 8 and all(
+                plain and able(read, depth + 1) for read, plain in reads.items() if read in producers
+            )
+        return known[name]
+
+    return {name for name in producers if able(name)}
+
+
+def droppable(rules: Sequence[Rule]) -> list[Rule]:
+    """Recorded rules that need not be held: inlinable, and every rule reading them reads them plainly
+    and can itself run on the server (its own recorded inputs inlinable)."""
+    able = inlinable(rules)
+    recorded = {rule.name for rule in rules if rule.kind == "record"}
+    server_ok = {
+        index: all(plain and read in able for read, plain in plain_reads(rule.expr).items() if read in recorded)
+        for index, rule in enumerate(rules)
+    }
+    found = []
+    for rule in rules:
+        if rule.kind != "record" or rule.name not in able or rule.expr.startswith("vector("):
+            continue
+        readers = [index for index, other in enumerate(rules) if rule.name in _names(other.expr) and other is not rule]
+        if readers and all(server_ok[index] for index in readers):
+            found.append(rule)
+    return found
 
 
 def needed(rules: Sequence[Rule]) -> list[Rule]:
@@ -180,15 +248,18 @@ class Backtest:
         align_ms: int = 0,
         max_samples: int = MAX_SAMPLES_PER_QUERY,
         segment_cells: int = SEGMENT_CELLS,
+        wide_series: int = WIDE_SERIES,
     ) -> None:
         self.client = client
         self.start_ms, self.end_ms = start_ms, end_ms
         self.warmup = warmup
         self.align_ms = align_ms
         self.max_samples, self.segment_cells = max_samples, segment_cells
+        self.wide_series = wide_series
         self.result = Result(start_ms, end_ms, warmup or 0)
         self.series_limit: int | None = None
         self.recorded_series: int | None = None
+        self.widths: dict[str, int] = {}  # probed series of the spec's recorded rules, by name
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -214,6 +285,13 @@ class Backtest:
         warm = self.warmup if self.warmup is not None else warmup_ms(rules)
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
         full = self.grid(interval or default_interval_ms, warm)
+        self.widths = {}
+        try:
+            dropped = self.wide_rules(rules, spec.slo, full)
+        except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
+            dropped = set()
+        self.result.inlined_rules += len(dropped)
+        held = {rule.name for rule in rules if rule.kind == "record"} - dropped
         self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
         # one machine per alerting rule (burn pairs share their alert's name), by the rule's place in the group
         machines = {
@@ -221,27 +299,39 @@ class Backtest:
         }
         try:
             cut = segments(
-                full, _overlap_steps(warm, full.step_ms), self.cells_per_step(rules, spec.slo), self.segment_cells
+                full,
+                _overlap_steps(warm, full.step_ms),
+                self.cells_per_step(rules, held, spec.slo, full),
+                self.segment_cells,
             )
         except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
             cut = [(full, 0)]
         for grid, fed in cut:
             self.result.segments += 1
-            if not self.replay_segment(spec, rules, grid, fed, machines):
+            if not self.replay_segment(spec, rules, held, grid, fed, machines):
                 break
         for machine in machines.values():
             self.result.intervals += [i for i in machine.done if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
 
     def replay_segment(
-        self, spec: SpecPlan, rules: Sequence[Rule], grid: Grid, fed: int, machines: dict[int, AlertMachine]
+        self,
+        spec: SpecPlan,
+        rules: Sequence[Rule],
+        held: set[str],
+        grid: Grid,
+        fed: int,
+        machines: dict[int, AlertMachine],
     ) -> bool:
         """Evaluate the rules over one segment's grid and feed its steps from ``fed`` on to the alerts' state
-        machines; False when a recording rule failed (the spec is not replayed past it)."""
+        machines; False when a recording rule failed (the spec is not replayed past it). Recorded rules
+        outside ``held`` are not evaluated: their readers inline them."""
         store = Store(grid)
-        recorded = {rule.name for rule in rules if rule.kind == "record"}
+        signal_held = held >= _signal_names(spec.slo)
         for place, rule in enumerate(rules):
+            if rule.kind == "record" and rule.name not in held:
+                continue
             try:
-                steps = self.evaluate(rule, rules, recorded, spec.slo, store)
+                steps = self.evaluate(rule, rules, held, spec.slo, store)
             except (StepError, QueryError) as exc:
                 self.result.problems.append(f"{spec.slo.name}: rule {rule.name}: {exc}")
                 if rule.kind == "record":  # everything after it would read a hole, not history
@@ -256,30 +346,49 @@ class Backtest:
             for index in range(fed, grid.n):
                 machine.feed(grid.time(index), steps[index])
             for episode in machine.done[known:]:  # the condition walks back within this segment's history
-                episode.condition_ms = condition_start(spec, episode, store)
+                # a signal not held (a wide one) leaves the condition's start at the alert's own start
+                episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
         return True
 
-    def cells_per_step(self, rules: Sequence[Rule], slo: SLO) -> int:
-        """Recorded values per step: at most the series the largest raw rule returns at the end times the
-        recording rules, at most the spec's own estimate when that is larger than the largest rule (a fleet
-        records its units once and its windows per slice)."""
-        recorded = {rule.name for rule in rules if rule.kind == "record"}
-        raw = [rule for rule in rules if rule.kind == "record" and _names(rule.expr) - recorded]
-        if len(recorded) * (self.series_limit or 1) * 20_000 <= self.segment_cells or not raw:
-            return len(recorded) * (self.series_limit or 1)  # fits over two weeks at 1m even at the budget: no probe
-        widest = 1
-        for rule in raw:
-            found = self.client.query(f"count({inline_for_server(rule, rules, slo)})", at=self.end_ms / 1000)
-            widest = max([widest] + [int(value) for _, value in found if math.isfinite(value)])
-        self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
-        return min(len(recorded) * widest, max(widest, self.recorded_series or len(recorded) * widest))
+    def wide_rules(self, rules: Sequence[Rule], slo: SLO, grid: Grid) -> set[str]:
+        """The recorded rules not to hold: droppable ones at least ``wide_series`` wide. Probed only when
+        the spec's series budget allows that many."""
+        if self.series_limit is not None and self.series_limit < self.wide_series:
+            return set()
+        return {rule.name for rule in droppable(rules) if self.width(rule, rules, slo, grid) >= self.wide_series}
 
-    def evaluate(self, rule: Rule, rules: Sequence[Rule], recorded: set[str], slo: SLO, store: Store) -> list[Vector]:
-        if _names(rule.expr) - recorded or rule.expr.startswith("vector("):
+    def width(self, rule: Rule, rules: Sequence[Rule], slo: SLO, grid: Grid) -> int:
+        """Series a recorded rule gives at the first and the last step of the replay, the larger."""
+        if rule.name not in self.widths:
+            expr = f"count({inline_for_server(rule, rules, slo)})"
+            counts = [
+                int(value)
+                for at in (grid.time(0), self.end_ms)
+                for _, value in self.client.query(expr, at=at / 1000)
+                if math.isfinite(value)
+            ]
+            self.widths[rule.name] = max(counts, default=0)
+            self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
+        return self.widths[rule.name]
+
+    def cells_per_step(self, rules: Sequence[Rule], held: set[str], slo: SLO, grid: Grid) -> int:
+        """Recorded values per step of the held rules: at most the series the largest raw rule returns at
+        the ends times the rules, at most the spec's own estimate when that is larger than the largest
+        rule (a fleet records its units once and its windows per slice)."""
+        raw = [rule for rule in rules if rule.name in held and _names(rule.expr) - held]
+        if len(held) * (self.series_limit or 1) * 20_000 <= self.segment_cells or not raw:
+            return len(held) * (self.series_limit or 1)  # fits over two weeks at 1m even at the budget: no probe
+        widest = max([1] + [self.width(rule, rules, slo, grid) for rule in raw])
+        return min(len(held) * widest, max(widest, self.recorded_series or len(held) * widest))
+
+    def evaluate(self, rule: Rule, rules: Sequence[Rule], held: set[str], slo: SLO, store: Store) -> list[Vector]:
+        """A rule's vector at every step: on the server when it reads raw series or a rule not held (inlined),
+        else in memory from the held ones."""
+        if _names(rule.expr) - held or rule.expr.startswith("vector("):
             steps = self.from_server(inline_for_server(rule, rules, slo), store.grid)
             found = len({frozenset(labels.items()) for vector in steps for labels, _ in vector})
             self._within_budget(found)
-            return steps
+            return _with_absent_labels(rule.expr, steps)
         evaluator = StepEvaluator(store)
         steps = evaluator.run(rule.expr)
         if evaluator.errors:
@@ -411,6 +520,21 @@ def _still_active(
     return keep
 
 
+def _with_absent_labels(expr: str, steps: list[Vector]) -> list[Vector]:
+    """``absent(selector)`` gives the selector's equality matchers as labels; inlined, the selector is an
+    expression and absent() gives none, so they are put back."""
+    node = parse_expr(expr)
+    if not (isinstance(node, pp.Call) and node.func.name == "absent" and isinstance(node.args[0], pp.VectorSelector)):
+        return steps
+    extra = _absent_labels(node.args[0])
+    return [[({**labels, **extra}, value) for labels, value in vector] for vector in steps]
+
+
+def _signal_names(slo: SLO) -> set[str]:
+    """The recorded series ``condition_start`` reads."""
+    return {series.BAD_5M, series.TOTAL_5M} if slo.counts_events else {series.VALUE}
+
+
 def _signal(slo: SLO, store: Store) -> dict[tuple[tuple[str, str], ...], list[float | None]]:
     """The spec's current value per slice and step: the 5m error ratio, or the recorded gauge."""
 
@@ -454,10 +578,12 @@ def condition_start(spec: SpecPlan, found: Interval, store: Store) -> int | None
     if alert is None:
         return None
     key = tuple((label, found.labels.get(label, "")) for label in spec.slo.slice.by)
-    values = _signal(spec.slo, store).get(key)
+    signal = _signal(spec.slo, store)
+    values = signal.get(key)
     grid = store.grid
     index = grid.at_or_before(found.active_ms)
-    if alert.kind == "no_data":
+    if alert.kind == "no_data":  # about the whole spec, not a slice: a value while any slice has one
+        values = [next((v for v in step if v is not None), None) for step in zip(*signal.values(), strict=True)]
         values = values or [None] * grid.n
     if values is None or not 0 <= index < grid.n or not _beyond(spec, alert, values[index]):
         return None
