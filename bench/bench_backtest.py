@@ -206,6 +206,7 @@ def main() -> None:
     parser.add_argument("--days", type=float, default=17.1, help="days of history (replay + warm-up + margin)")
     parser.add_argument("--replay", default="14d")
     parser.add_argument("--warmup", default="3d")
+    parser.add_argument("--concurrency", type=int, default=2, help="range queries asked at once (backtest's default)")
     parser.add_argument(
         "--only", choices=("per-node", "cluster-wide"), help="replay only these specs (the data set is the same)"
     )
@@ -219,7 +220,8 @@ def main() -> None:
     replay_ms, warmup_ms = parse_duration(args.replay) or 0, parse_duration(args.warmup) or 0
     with engines.prometheus(blocks.parent, [], None, blocks, ("--storage.tsdb.retention.time=3650d",)) as prom:
         pid = _server_pid(blocks)
-        replay = Backtest(Client(Access(prom.url, timeout_s=600)), END_S * 1000 - replay_ms, END_S * 1000, warmup_ms)
+        client = Client(Access(prom.url, timeout_s=600))
+        replay = Backtest(client, END_S * 1000 - replay_ms, END_S * 1000, warmup_ms, concurrency=args.concurrency)
         for group in (False, True):
             if args.only is None or args.only == ("per-node" if group else "cluster-wide"):
                 _run_group(model, files, replay, group, args.nodes)
@@ -236,6 +238,7 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
         len(result.problems),
         result.segments,
         result.inlined_rules,
+        replay.client.server_s,
     )
     wall, cpu = time.monotonic(), time.process_time()
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
@@ -247,7 +250,8 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
     what = f"{len(specs)} per-node specs at {nodes:,} nodes" if nodes_group else f"{len(specs)} cluster-wide specs"
     print(
         f"backtest of {what}: {wall:.1f} s wall, {cpu:.1f} s CPU, {result.queries - before[0]} requests "
-        f"({result.split_queries} split), {result.samples_read - before[1]:,} samples read, "
+        f"({result.split_queries} split, {replay.client.server_s - before[6]:.1f} s in the server's evaluation), "
+        f"{result.samples_read - before[1]:,} samples read, "
         f"{result.segments - before[4]} segment(s), {result.inlined_rules - before[5]} wide rule(s) inlined, "
         f"{len(result.intervals) - before[2]} firing interval(s), "
         f"{len(result.problems) - before[3]} problem(s), peak RSS so far {_rss_mb():.0f} MB"

@@ -26,7 +26,7 @@ from compiler.diagnostics import Diagnostics
 from compiler.explain import budget_report, explain, reads_report
 from compiler.importers import import_files
 from compiler.live import preflight
-from compiler.live.backtest import Backtest
+from compiler.live.backtest import CONCURRENCY, Backtest
 from compiler.live.client import Access, Client, LiveError
 from compiler.live.summary import render_markdown, render_table, summarise
 from compiler.model import Model
@@ -144,7 +144,25 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         metavar="DURATION",
         help="history evaluated before the start so windows are full (default: the longest window the alerts read)",
     )
+    backtest.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=CONCURRENCY,
+        metavar="N",
+        help=f"range queries asked of the server at once (default {CONCURRENCY}; the server does most of the work)",
+    )
     backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
+
+
+def _positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
 
 
 def _import_parser(commands: Any) -> None:
@@ -423,7 +441,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:
         client = _client(args)
         client.buildinfo()
-        replay = Backtest(client, start, end, warmup)
+        replay = Backtest(client, start, end, warmup, concurrency=args.concurrency)
         for spec in specs:
             expected = estimate(spec.slo, model.project.cluster_profile)
             interval_ms = model.project.evaluation_interval_ms

@@ -121,6 +121,8 @@ def test_inlining_the_wide_rules_on_the_server_gives_the_same_replay(
         ("HostLoadNoData", None, "ticket"),
     } <= fired
     assert keys(inlined.intervals) == keys(held.intervals)
+    one_at_a_time = replay(setup, wide_series=1, concurrency=1)  # the server's rules asked one after another
+    assert keys(one_at_a_time.intervals) == keys(inlined.intervals) and one_at_a_time.queries == inlined.queries
     # An inlined signal leaves the condition's start unset, so the time to fire counts from the alert's
     # own start; for a per-host threshold alert that is where the condition began anyway.
     same = {(i.alert, tuple(sorted(i.labels.items())), i.fired_ms): i for i in held.intervals}

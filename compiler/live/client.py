@@ -12,6 +12,7 @@ import base64
 import json
 import math
 import ssl
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -86,6 +87,8 @@ class Client:
         self.requests = 0
         self.last_error = ""
         self.samples_read = 0  # raw samples the server read for range queries (its query stats)
+        self.server_s = 0.0  # the server's own time evaluating those range queries (its query stats)
+        self._counting = threading.Lock()  # backtest asks several range queries at once
 
     def call(self, path: str, params: Sequence[tuple[str, str]] = (), post: bool = True) -> Any:
         """One API call; the answer's ``data``, or a ``LiveError`` that says why not."""
@@ -96,7 +99,8 @@ class Client:
         request = urllib.request.Request(url, data=body if post else None, headers=self.headers)
         if post:
             request.add_header("Content-Type", "application/x-www-form-urlencoded")
-        self.requests += 1
+        with self._counting:
+            self.requests += 1
         try:
             with urllib.request.urlopen(request, timeout=self.access.timeout_s, context=self.context) as response:
                 raw = response.read()
@@ -157,7 +161,9 @@ class Client:
         params = [("query", expr), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step_s)), ("stats", "all")]
         data = self.call("/api/v1/query_range", params)
         samples = (data.get("stats") or {}).get("samples") or {}
-        self.samples_read += int(samples.get("totalQueryableSamples", 0))
+        with self._counting:
+            self.samples_read += int(samples.get("totalQueryableSamples", 0))
+            self.server_s += float(((data.get("stats") or {}).get("timings") or {}).get("execTotalTime", 0.0))
         return [
             (dict(item["metric"]), [(float(t), float(v)) for t, v in item.get("values", [])])
             for item in data.get("result", [])
