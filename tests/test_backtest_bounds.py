@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from compiler.live.backtest import Backtest, Interval, Result, segments
-from compiler.live.client import Access, Client
+from compiler.live.client import Access, Client, QueryError, too_large
 from compiler.live.steps import Grid
 from compiler.model import Model
 from compiler.model.links import rules_path
@@ -137,3 +137,13 @@ def test_segments_feed_every_step_once_in_order_each_after_its_warm_up() -> None
     floor = segments(full, 100, 1_000, 1_000)
     assert all(skip == 100 and grid.n <= 200 for grid, skip in floor[1:])
     assert segments(full, 100, 1, 10_000) == [(full, 0)]  # fits: one segment
+
+
+def test_a_query_the_server_gave_up_on_in_time_is_asked_again_smaller() -> None:
+    # Prometheus 2.42's words (HTTP 503 and 422), as a 7,500-node replay at concurrency 2 met them
+    base = "Prometheus at http://127.0.0.1:9090 answered HTTP "
+    assert too_large(QueryError(base + "503: query timed out in expression evaluation"))
+    assert too_large(
+        QueryError(base + "422: query processing would load too many samples into memory in query execution")
+    )
+    assert not too_large(QueryError(base + "422: found duplicate series for the match group"))

@@ -14,13 +14,13 @@ reported range is reported.
 
 Bounds, so that 14 days of a 7,500-node cluster stay affordable: a range query asks for at most
 10,000 steps and at most ``max_samples`` points (series x steps, sized from the series the
-previous chunk returned), and one the server refuses for its size (``--query.max-samples``) is
-asked again over half the steps; a raw rule returning more series than the spec's budget stops
-at the first chunk that does. In memory, a spec whose recorded values (series x steps) would pass
-``segment_cells`` is replayed in consecutive time segments, each evaluated with the replay's
-warm-up of history before it (the longest window chain by default, so the cut changes nothing)
-and fed to the same alert state machines, so memory follows the segment, not the length of the
-replay.
+previous chunk returned), and one the server refuses for its size (``--query.max-samples``) or
+gives up on (``--query.timeout``) is asked again over half the steps; a raw rule returning more
+series than the spec's budget stops at the first chunk that does. In memory, a spec whose
+recorded values (series x steps) would pass ``segment_cells`` is replayed in consecutive time
+segments, each evaluated with the replay's warm-up of history before it (the longest window
+chain by default, so the cut changes nothing) and fed to the same alert state machines, so
+memory follows the segment, not the length of the replay.
 
 Wide per-unit series (a fleet's value per node or NIC, a spec sliced per node) are never held in
 memory when only instant reads use them: such a recorded rule (at least ``wide_series`` series at
@@ -49,7 +49,7 @@ from compiler.live.client import (
     Client,
     Labels,
     QueryError,
-    too_many_samples,
+    too_large,
 )
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector, _absent_labels
 from compiler.model import SLO, series
@@ -92,7 +92,7 @@ class Result:
     problems: list[str] = field(default_factory=list)  # rules the server or backtest could not evaluate
     samples_read: int = 0
     queries: int = 0
-    split_queries: int = 0  # range queries the server refused for their size, asked again over half the steps
+    split_queries: int = 0  # range queries the server refused for their size or time, asked again over half the steps
     segments: int = 0  # time segments the specs were replayed in (one per spec when it fits in memory at once)
     inlined_rules: int = 0  # wide recorded rules not held: inlined into their readers, which ran on the server
 
@@ -448,7 +448,7 @@ class Backtest:
 
     def from_server(self, expr: str, grid: Grid) -> list[Vector]:
         """A raw-reading expression at every grid step, as range queries bounded in steps and points; a
-        chunk the server refuses for its size is asked again over half the steps."""
+        chunk the server refuses for its size or its time is asked again over half the steps."""
         steps: list[Vector] = [[] for _ in range(grid.n)]
         ceiling = MAX_POINTS_PER_QUERY  # lowered for good when the server refuses a chunk for its size
         width = self.chunk_steps(self.series_limit)
@@ -460,7 +460,7 @@ class Backtest:
                     expr, grid.time(first) / 1000, grid.time(last) / 1000, grid.step_ms / 1000
                 )
             except QueryError as exc:
-                if not too_many_samples(exc) or width == 1:
+                if not too_large(exc) or width == 1:
                     raise
                 width = ceiling = max(1, width // 2)
                 with self._splitting:

@@ -29,6 +29,7 @@ MAX_POINTS_PER_QUERY = 10_000
 MAX_SAMPLES_PER_QUERY = 2_000_000
 # The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
 TOO_MANY_SAMPLES = "would load too many samples"
+QUERY_TIMED_OUT = "query timed out in"  # Prometheus 2.42: "query timed out in expression evaluation"
 
 
 class LiveError(Exception):
@@ -39,9 +40,10 @@ class QueryError(LiveError):
     """The server is there but refused one query (bad data, an execution error such as many-to-many)."""
 
 
-def too_many_samples(error: QueryError) -> bool:
-    """The server refused a query for its size (--query.max-samples): a shorter time range will pass."""
-    return TOO_MANY_SAMPLES in str(error)
+def too_large(error: QueryError) -> bool:
+    """The server refused a query for its size (--query.max-samples) or gave up on it (--query.timeout,
+    HTTP 503): a shorter time range will pass."""
+    return TOO_MANY_SAMPLES in str(error) or QUERY_TIMED_OUT in str(error)
 
 
 @dataclass(frozen=True)
