@@ -42,10 +42,11 @@ def test_a_replay_over_history_crosses_query_chunks_and_fires_on_time(
         code = main(["backtest", "--prometheus", prom.url, "--specs", str(tree), *span, "--format", "json"])
     report = json.loads(capsys.readouterr().out)
     assert code == 0, report["problems"]
-    # buildinfo, then the one raw rule in three chunks: the first sized from the spec's series budget
-    # (2,000 series x 1,000 steps = the 2,000,000-point cap), the next from the 2 series it found
-    # (10,000 steps, the step cap), and the rest.
-    assert report["queries"] == 4
+    # buildinfo; the raw rule's width counted at the first and the last step (its budget allows a wide
+    # rule: 2 series, so it is held); then the rule in two chunks: the first sized from the spec's
+    # series budget (2,000 series x 1,000 steps = the 2,000,000-point cap), the rest (9,801 steps)
+    # from the 2 series it found (up to 10,000 steps, the step cap).
+    assert report["queries"] == 5
     fired = {(i["alert"], i["labels"]["cluster"]): i for i in report["intervals"]}
     assert set(fired) == {("QueueDepthAboveCriticalRange", "west"), ("QueueDepthAboveNormalRange", "west")}
     page = fired[("QueueDepthAboveCriticalRange", "west")]
