@@ -344,6 +344,12 @@ class Backtest:
             return self._replay_in_order(spec, rules, held, store, fed, machines, asked, wanted, signal_held)
         finally:
             pool.shutdown(cancel_futures=True)
+            self._count_requests()
+
+    def _count_requests(self) -> None:
+        """The client's request and sample counts into the result: here, once no query is in flight, so a
+        slower thread cannot write back an older count."""
+        self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
 
     def _replay_in_order(
         self,
@@ -399,7 +405,7 @@ class Backtest:
                 if math.isfinite(value)
             ]
             self.widths[rule.name] = max(counts, default=0)
-            self.result.samples_read, self.result.queries = self.client.samples_read, self.client.requests
+            self._count_requests()
         return self.widths[rule.name]
 
     def cells_per_step(self, rules: Sequence[Rule], held: set[str], slo: SLO, grid: Grid) -> int:
@@ -470,8 +476,6 @@ class Backtest:
             _place(answer, grid, steps)
             width = min(ceiling, self.chunk_steps(len(answer)))
             first = last + 1
-        self.result.samples_read = self.client.samples_read
-        self.result.queries = self.client.requests
         return steps
 
 
