@@ -139,3 +139,8 @@ def test_backtest_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     ):
         assert main([*base, *extra]) == 2
         assert message in capsys.readouterr().err
+    for value in ("0", "two"):  # refused by argparse, which exits 2 itself
+        with pytest.raises(SystemExit) as exited:
+            main([*base, "--last", "1h", "--concurrency", value])
+        assert exited.value.code == 2
+        assert f"expected a whole number of at least 1, got '{value}'" in capsys.readouterr().err
