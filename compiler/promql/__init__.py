@@ -21,6 +21,7 @@ Design notes (why things are the way they are):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,6 +29,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import promql_parser as pp
+
+# Parsed trees are shared: the compiler reads the same few hundred expressions tens of thousands
+# of times (every test case re-analyses its spec's SLI), and nodes are never mutated (see above).
+# Errors are not cached, so a bad expression is parsed again each time it is reported.
+_CACHE_SIZE = 4096
 
 __all__ = [
     "Analysis",
@@ -162,6 +168,7 @@ def is_valid_metric_name(name: str) -> bool:
     return _METRIC_NAME_RE.fullmatch(name) is not None
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE * 4)
 def quote(value: str) -> str:
     """Return ``value`` as a double-quoted PromQL string literal.
 
@@ -209,6 +216,7 @@ def parse_duration(text: str) -> int | None:
     return total
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def format_duration(ms: int) -> str:
     """Format milliseconds as a canonical Prometheus duration.
 
@@ -235,6 +243,11 @@ def format_duration(ms: int) -> str:
 # --------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _parse_cached(text: str) -> pp.Expr:
+    return pp.parse(text)
+
+
 def parse_expr(text: str) -> pp.Expr:
     """Parse ``text`` as PromQL, raising :class:`PromQLError` on failure.
 
@@ -242,7 +255,7 @@ def parse_expr(text: str) -> pp.Expr:
     that says which language was invalid.
     """
     try:
-        return pp.parse(text)
+        return _parse_cached(text)
     except BaseException as exc:
         # The extension raises ValueError for syntax errors, but some inputs
         # (e.g. the duration ``x[1e999]``) trigger a Rust panic that surfaces
@@ -336,6 +349,7 @@ def _selector_parts(node: pp.VectorSelector) -> tuple[str | None, tuple[Matcher,
     return name, tuple(converted)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def parse_selector(text: str) -> tuple[str | None, tuple[Matcher, ...]]:
     """Parse a plain instant-vector selector such as ``metric{a="b"}``.
 
@@ -403,6 +417,7 @@ def _td_ms(delta: timedelta) -> int:
     return delta // _ONE_MS
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def analyse(text: str) -> Analysis:
     """Parse ``text`` and collect selectors, ranges, functions and offsets.
 
@@ -439,6 +454,7 @@ def analyse(text: str) -> Analysis:
 _COUNTER_FUNCTIONS = frozenset({"rate", "irate", "increase", "resets"})
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def counter_selectors(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...]], ...]:
     """Selectors read through a counter function (rate, irate, increase, resets), in source order.
 
@@ -454,6 +470,7 @@ def counter_selectors(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...]]
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def selector_reads(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...], int], ...]:
     """(metric, matchers, range in ms) of every selector the expression reads, in source order.
 
@@ -479,6 +496,7 @@ def selector_reads(text: str) -> tuple[tuple[str | None, tuple[Matcher, ...], in
 TWO_SAMPLE_FUNCTIONS = frozenset({"rate", "irate", "increase", "delta", "idelta", "deriv", "predict_linear"})
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def range_calls(text: str) -> tuple[tuple[str, int], ...]:
     """(function, range in ms) for every range selector passed straight to a function, in source order.
 
@@ -494,6 +512,7 @@ def range_calls(text: str) -> tuple[tuple[str, int], ...]:
     return tuple(found)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def lookback_ms(text: str) -> int:
     """How far back the expression reads raw samples: ranges and offsets summed along nesting.
 
@@ -512,6 +531,7 @@ def lookback_ms(text: str) -> int:
     return walk(parse_expr(text), 0)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def offsets_ms(text: str) -> int:
     """The longest chain of offsets along nesting: the first minute a value exists, for input from minute 0."""
 
@@ -524,6 +544,7 @@ def offsets_ms(text: str) -> int:
     return walk(parse_expr(text), 0)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def matching_labels(text: str) -> tuple[str, ...]:
     """Labels named in ``on (...)`` clauses: synthetic series must agree on them to join."""
     found: dict[str, None] = {}

@@ -11,10 +11,8 @@ label (a no-data alert) still match.
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from compiler.model import SLO, BurnAlert, Model, Range, Team, series, windows
 from compiler.model.links import (
@@ -27,6 +25,7 @@ from compiler.model.links import (
 )
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
+from compiler.text import jsonout
 from compiler.text.numbers import clean_number, format_value, go_float, percent
 
 with warnings.catch_warnings():
@@ -635,8 +634,7 @@ def _overview(model: Model) -> db.Dashboard:
 
 def to_json(builder: db.Dashboard) -> bytes:
     """The SDK's JSON, normalised: sorted keys, two-space indent, trailing newline."""
-    data: Any = json.loads(json.dumps(builder.build(), cls=JSONEncoder))
-    return (json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return (jsonout.dumps(builder.build(), JSONEncoder().default) + "\n").encode("utf-8")
 
 
 def render(alert_plan: Plan) -> dict[str, bytes]:

@@ -19,6 +19,7 @@ Everything else (emphasis, links, ``{{ }}``) is left verbatim.
 
 from __future__ import annotations
 
+import functools
 import re
 
 # -- Markdown-safe text -----------------------------------------------------------------
@@ -77,6 +78,7 @@ def _escape_line_start(line: str) -> str:
     return line
 
 
+@functools.lru_cache(maxsize=16_384)  # the same step or summary text lands in the runbook, catalog and alerts
 def _safe(text: str, newline: str, *, table: bool = False) -> str:
     """Spec text as inline Markdown that cannot leave its block; lines joined by ``newline``."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import functools
+
 
 def clean_number(value: float) -> float:
     """Round away binary noise (14.4 * 0.01 = 0.14400000000000002) so rules read as written."""
     return float(f"{value:.12g}")
 
 
+@functools.lru_cache(maxsize=16_384)
 def go_float(value: float) -> str:
     """Format like Go's strconv.FormatFloat(v, 'g', -1, 64), which writes ``le`` labels."""
     if value == 0:

@@ -2,15 +2,30 @@
 
 libyaml's emitter (bundled with the pinned PyYAML wheel) is eight times faster than the
 pure-Python one and writes the same text; a test holds the two to byte equality.
+
+Most of what the compiler writes is plain block YAML of mappings, lists and scalars (the
+generated promtool tests alone are several megabytes of it), and PyYAML spends most of its
+time building a node per value. ``dump`` therefore writes that subset itself: the layout of
+block mappings and sequences is fixed, and each distinct scalar's text is asked of PyYAML once
+and cached, so quoting and escaping stay PyYAML's own. Anything outside the subset (an object
+referenced twice, which PyYAML writes as an anchor; a list of lists; a key that is not a
+simple key; a type other than str, int, float, bool and None) is written by PyYAML whole. A
+test holds the two to byte equality on every generated file and on random documents.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import yaml
 
 _BASE: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+_WIDTH = 1_000_000  # never fold a line: rules and test inputs stay one line each
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+_LONGEST_DIRECT_SCALAR = 100_000  # longer text is left to PyYAML (it folds at _WIDTH columns)
+_LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")  # what YAML counts as a line break
+_LONGEST_SIMPLE_KEY = 120  # PyYAML writes a key of 128 characters or more as a complex key ("? ")
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -29,14 +44,102 @@ FAST_DUMPER = _dumper(_BASE)
 PURE_DUMPER = _dumper(yaml.SafeDumper)
 
 
-def dump(data: Any, *, dumper: type[yaml.SafeDumper] = FAST_DUMPER) -> str:
-    """Serialise ``data``; the same input always gives the same text."""
+def pyyaml_dump(data: Any, dumper: type[yaml.SafeDumper] = FAST_DUMPER) -> str:
+    """PyYAML's own text for ``data``: what ``dump`` writes, and what the tests hold it to."""
     text: str = yaml.dump(
         data,
         Dumper=dumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,
-        width=1_000_000,
+        width=_WIDTH,
     )
     return text
+
+
+def dump(data: Any, *, dumper: type[yaml.SafeDumper] = FAST_DUMPER) -> str:
+    """Serialise ``data``; the same input always gives the same text (PyYAML's, byte for byte)."""
+    if dumper is FAST_DUMPER and isinstance(data, dict) and data:
+        out: list[str] = []
+        try:
+            _mapping(data, 0, "", out, set())
+        except _NotDirectError:
+            return pyyaml_dump(data, dumper)
+        return "".join(out)
+    return pyyaml_dump(data, dumper)
+
+
+class _NotDirectError(Exception):
+    """The data leaves the subset written directly; PyYAML writes the whole document."""
+
+
+def _mapping(data: dict[Any, Any], indent: int, first: str, out: list[str], seen: set[int]) -> None:
+    """A non-empty block mapping whose keys start at column ``indent``; ``first`` opens its first line."""
+    _once(data, seen)
+    prefix = first
+    for key, value in data.items():
+        key_text = _key(key)
+        if type(value) is dict and value:
+            out.append(f"{prefix}{key_text}:\n")
+            _mapping(value, indent + 2, " " * (indent + 2), out, seen)
+        elif type(value) is list and value:
+            out.append(f"{prefix}{key_text}:\n")
+            _sequence(value, indent, out, seen)  # PyYAML does not indent a sequence inside a mapping
+        else:
+            out.append(f"{prefix}{key_text}: {_value(value, indent, seen)}\n")
+        prefix = " " * indent
+
+
+def _sequence(items: list[Any], indent: int, out: list[str], seen: set[int]) -> None:
+    _once(items, seen)
+    dash = " " * indent + "- "
+    for item in items:
+        if type(item) is dict and item:
+            _mapping(item, indent + 2, dash, out, seen)
+        elif type(item) is list and item:
+            raise _NotDirectError  # a list of lists: rare, left to PyYAML
+        else:
+            out.append(f"{dash}{_value(item, indent, seen)}\n")
+
+
+def _once(container: dict[Any, Any] | list[Any], seen: set[int]) -> None:
+    """PyYAML writes an object met twice as an anchor and an alias: left to it."""
+    if id(container) in seen:
+        raise _NotDirectError
+    seen.add(id(container))
+
+
+def _key(key: Any) -> str:
+    if type(key) not in _SCALAR_TYPES or key == "":
+        raise _NotDirectError
+    if type(key) is str and any(mark in key for mark in _LINE_BREAKS):
+        raise _NotDirectError  # a multi-line key is a complex key ("? ...")
+    text = _scalar(key)
+    if "\n" in text or len(text) > _LONGEST_SIMPLE_KEY:
+        raise _NotDirectError
+    return text
+
+
+def _value(value: Any, indent: int, seen: set[int]) -> str:
+    """A scalar, ``{}`` or ``[]`` after ``key: `` or ``- ``; continuation lines indented under the key."""
+    kind = type(value)
+    if kind is dict or kind is list:
+        _once(value, seen)
+        return "{}" if kind is dict else "[]"
+    if kind not in _SCALAR_TYPES or (kind is str and len(value) > _LONGEST_DIRECT_SCALAR):
+        raise _NotDirectError
+    text = _scalar(value)
+    if "\n" not in text or not indent:
+        return text
+    pad = " " * indent
+    head, *rest = text.split("\n")
+    return "\n".join([head, *(pad + line if line else line for line in rest)])
+
+
+@functools.lru_cache(maxsize=65_536, typed=True)
+def _scalar(value: str | int | float | bool | None) -> str:
+    """PyYAML's text for one scalar as a block mapping value at column 0 (continuation lines at 2)."""
+    text = pyyaml_dump({"k": value}, FAST_DUMPER)
+    if not text.startswith("k: ") or text.endswith("\n...\n"):
+        raise _NotDirectError  # an open-ended block scalar (kept trailing newlines) ends the document
+    return text[3:-1]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +99,15 @@ def fleet_groups(ctx: SpecContext) -> list[Group]:
     pages = [rule for rule in ctx.rules if rule.spec.fleet == "page"]
     units = [rule for rule in ctx.rules if rule.spec.fleet == "unit"]
     twin = _twin(ctx.slo, fleet)
+    built: dict[int, Inputs] = {}  # one unit's inputs are the same in every case: solved once
+
+    def unit_inputs(index: int) -> Inputs:
+        if index not in built:
+            built[index] = _UnitInputs(twin, {**ctx.slice_a, **_unit_labels(fleet, index)}, index)
+        return built[index]
+
     return [
-        _group(ctx, twin, fleet, page, unit, case)
+        _group(ctx, unit_inputs, fleet, page, unit, case)
         for page, unit in zip(pages, units, strict=True)
         for case in cases(fleet)
     ]
@@ -127,11 +134,13 @@ def _out_value(inputs: Inputs, band: Range, above: bool, bounded: bool) -> float
     return found
 
 
-def _group(ctx: SpecContext, twin: SLO, fleet: Fleet, page: AlertRule, unit: AlertRule, case: _Case) -> Group:
+def _group(
+    ctx: SpecContext, unit_inputs: Callable[[int], Inputs], fleet: Fleet, page: AlertRule, unit: AlertRule, case: _Case
+) -> Group:
     band = page.band
     assert band is not None
     above = page.spec.side == "Above"
-    units = [_UnitInputs(twin, {**ctx.slice_a, **_unit_labels(fleet, index)}, index) for index in range(case.units)]
+    units = [unit_inputs(index) for index in range(case.units)]
     first = units[0]
     bounded = ctx.events or ctx.slo.unit == "ratio"
     out_value = ALL_BAD if isinstance(ctx.slo.sli, StateSLI) else _out_value(first, band, above, bounded)

@@ -23,6 +23,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from compiler import promql
 from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StalenessSLI, StateSLI
@@ -33,7 +34,9 @@ from compiler.targets.prometheus.proof.timeline import (
     SAMPLE_SECONDS,
     Timeline,
     render_counter,
+    render_counter_runs,
     render_gauge,
+    render_gauge_runs,
     render_steps,
 )
 from compiler.text.numbers import clean_number, go_float
@@ -65,6 +68,11 @@ class _Template:
     # A timestamp gauge (Unix seconds): its sample is the sample's own time minus the coefficient,
     # so ``time() - series`` reads the coefficient at every minute.
     clock: bool = False
+
+    @cached_property
+    def series_text(self) -> str:
+        """The series as promtool's ``input_series`` names it, written once per template."""
+        return _series_text(self.labels)
 
 
 def _name_matcher(name: str | None) -> tuple[Matcher, ...]:
@@ -179,6 +187,14 @@ class Inputs:
 
     def per_minute(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[float | None]]]:
         """Each raw series with its per-minute gauge value or counter increment (None: no sample)."""
+        return [
+            (template, [sample for sample, count in runs for _ in range(count)])
+            for template, runs in self.per_run(timelines)
+        ]
+
+    def per_run(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[tuple[float | None, int]]]]:
+        """``per_minute`` as runs of equal samples, (sample, minutes): a case holds its values for hours,
+        so inputs are computed and written once per run. Adjacent equal runs are merged."""
         result = []
         for name in self.slices:
             timeline = timelines.get(name)
@@ -186,29 +202,37 @@ class Inputs:
                 continue
             units = self.units if name == "a" else self.calm_units
             for template in self._templates[name]:
-                samples: list[float | None] = []
-                for minute, (value, rate) in enumerate(zip(timeline.values, timeline.rates, strict=True)):
+                runs: list[tuple[float | None, int]] = []
+                for start, count, value, rate in timeline.runs:
                     if value is None:
-                        samples.append(None)
-                        continue
-                    slope_or_value = template.coefficient(value, rate, template.unit, units)
-                    if template.clock:
-                        slope_or_value = minute * SAMPLE_SECONDS - slope_or_value
-                    if template.counter and slope_or_value < 0:
-                        raise InputError(_backwards(template.labels, value))
-                    sample = slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value
-                    samples.append(_finite(template, sample))
-                result.append((template, samples))
+                        _extend(runs, None, count)
+                    elif template.clock:
+                        for minute in range(start, start + count):
+                            _extend(runs, self._sample(template, value, rate, units, minute), 1)
+                    else:
+                        _extend(runs, self._sample(template, value, rate, units, start), count)
+                result.append((template, runs))
         return result
+
+    @staticmethod
+    def _sample(template: _Template, value: float, rate: float, units: int, minute: int) -> float:
+        """One series' sample (a gauge) or increment (a counter) at ``minute`` for the SLI's value and rate."""
+        slope_or_value = template.coefficient(value, rate, template.unit, units)
+        if template.clock:
+            slope_or_value = minute * SAMPLE_SECONDS - slope_or_value
+        if template.counter and slope_or_value < 0:
+            raise InputError(_backwards(template.labels, value))
+        sample = slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value
+        return _finite(template, sample)
 
     def input_series(self, timelines: Mapping[str, Timeline]) -> list[dict[str, str]]:
         """promtool ``input_series`` for the given per-slice timelines (a missing slice has no series)."""
         return [
             {
-                "series": _series_text(template.labels),
+                "series": template.series_text,
                 "values": _render(template, samples),
             }
-            for template, samples in self.per_minute(timelines)
+            for template, samples in self.per_run(timelines)
         ]
 
     def presence_series(self, value: float, minutes: int) -> list[dict[str, str]]:
@@ -717,7 +741,7 @@ def _underivable(expr: str, labels: Sequence[Mapping[str, str]], state: bool) ->
         return (
             f"cannot derive test inputs: no input of {expr!r} ({names}) turns it from 1 (good) to 0 (bad) with the "
             "others held at 0, 1 or 2; write the state as a 0/1 comparison of one series per unit (e.g. "
-            "'kube_node_status_condition{condition=\"Ready\",status=\"true\"} == 1') so the tests can drive it"
+            '\'kube_node_status_condition{condition="Ready",status="true"} == 1\') so the tests can drive it'
         )
     return (
         f"cannot derive test inputs: {expr!r} moves in proportion to none of its inputs ({names}) with the others "
@@ -737,10 +761,18 @@ def _staleness_hint(expr: str) -> str:
     )
 
 
-def _render(template: _Template, samples: Sequence[float | None]) -> str:
-    if template.counter:
-        return render_counter(samples)
-    return render_steps(samples) if template.clock else render_gauge(samples)
+def _extend(runs: list[tuple[float | None, int]], sample: float | None, count: int) -> None:
+    """Add ``count`` minutes of ``sample``, merged into the last run when it holds the same sample."""
+    if runs and runs[-1][0] == sample:
+        runs[-1] = (runs[-1][0], runs[-1][1] + count)
+    else:
+        runs.append((sample, count))
+
+
+def _render(template: _Template, runs: Sequence[tuple[float | None, int]]) -> str:
+    if template.clock:
+        return render_steps([sample for sample, count in runs for _ in range(count)])
+    return render_counter_runs(runs) if template.counter else render_gauge_runs(runs)
 
 
 def _full(selector: Selector) -> tuple[Matcher, ...]:

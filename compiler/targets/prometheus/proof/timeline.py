@@ -9,6 +9,7 @@ clears after an incident (the only timing that is not exact by construction).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,34 @@ class Timeline:
             self.values + (value,) * minutes,
             self.rates + (self.rates[-1] if rate is None else rate,) * minutes,
         )
+
+    @cached_property
+    def runs(self) -> tuple[tuple[int, int, float | None, float], ...]:
+        """(first minute, minutes, value, rate) of each run of equal minutes: inputs are computed
+        once per run, not once per minute (most cases hold a value for hours)."""
+        found: list[tuple[int, int, float | None, float]] = []
+        start = 0
+        for (value, rate), run in itertools.groupby(zip(self.values, self.rates, strict=True)):
+            count = len(list(run))
+            found.append((start, count, value, rate))
+            start += count
+        return tuple(found)
+
+    @cached_property
+    def counter_events(self) -> EventSeries:
+        """``EventSeries.from_counters(self)``, computed once per timeline."""
+        return EventSeries.from_counters(self)
+
+    def state_events(self, units: int) -> EventSeries:
+        """``EventSeries.from_states(self, units)``, computed once per timeline and unit count."""
+        found = self._state_events.get(units)
+        if found is None:
+            found = self._state_events[units] = EventSeries.from_states(self, units)
+        return found
+
+    @cached_property
+    def _state_events(self) -> dict[int, EventSeries]:
+        return {}
 
     def until(self, minute: int) -> Timeline:
         """The timeline up to and including ``minute``."""
@@ -203,29 +232,36 @@ def _format(value: float, exact: bool = False) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def runs_of(samples: Sequence[float | None]) -> list[tuple[float | None, int]]:
+    """(sample, minutes) for each run of equal samples (gaps, None, are runs too)."""
+    runs: list[tuple[float | None, int]] = []
+    for sample in samples:
+        if runs and runs[-1][0] == sample:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((sample, 1))
+    return runs
+
+
 def render_counter(increments: Sequence[float | None]) -> str:
-    """promtool expanding notation for a counter: ``start+step x count`` runs; ``_`` for gaps.
+    """promtool expanding notation for a counter: ``start+step x count`` runs; ``_`` for gaps."""
+    return render_counter_runs(runs_of(increments))
+
+
+def render_counter_runs(runs: Sequence[tuple[float | None, int]]) -> str:
+    """``render_counter`` of increments given as (increment, minutes) runs, adjacent runs differing.
 
     promtool expands ``a+bxn`` by repeated addition, so the running total here is kept the
     same way: a run that restarts from a rounded total would look like a counter reset.
     """
     parts: list[str] = []
     total = 0.0
-    index = 0
     first = True
-    while index < len(increments):
-        increment = increments[index]
+    for increment, minutes_held in runs:
         if increment is None:
-            end = index
-            while end < len(increments) and increments[end] is None:
-                end += 1
-            parts.append(f"_x{end - index}")
-            index = end
+            parts.append(f"_x{minutes_held}")
             continue
-        end = index + 1
-        while end < len(increments) and increments[end] is not None and increments[end] == increment:
-            end += 1
-        count = end - index - 1
+        count = minutes_held - 1
         start, exact = (0.0, False) if first else _counter_start(total, total + increment)
         step = clean_number(increment) if count else 0.0
         value = start
@@ -234,7 +270,6 @@ def render_counter(increments: Sequence[float | None]) -> str:
         total = value
         parts.append(_run(start, step, count, exact))
         first = False
-        index = end
     return " ".join(parts)
 
 
@@ -255,19 +290,12 @@ def _run(start: float, step: float, count: int, exact: bool = False) -> str:
 
 def render_gauge(values: Sequence[float | None]) -> str:
     """promtool expanding notation for a gauge: ``value x count`` runs; ``_`` for gaps."""
-    parts: list[str] = []
-    index = 0
-    while index < len(values):
-        value = values[index]
-        end = index + 1
-        while end < len(values) and values[end] == value:
-            end += 1
-        if value is None:
-            parts.append(f"_x{end - index}")
-        else:
-            parts.append(_run(value, 0.0, end - index - 1))
-        index = end
-    return " ".join(parts)
+    return render_gauge_runs(runs_of(values))
+
+
+def render_gauge_runs(runs: Sequence[tuple[float | None, int]]) -> str:
+    """``render_gauge`` of values given as (value, minutes) runs, adjacent runs differing."""
+    return " ".join(f"_x{count}" if value is None else _run(value, 0.0, count - 1) for value, count in runs)
 
 
 def render_steps(values: Sequence[float | None]) -> str:

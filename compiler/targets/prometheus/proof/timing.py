@@ -52,16 +52,20 @@ def recovery_minutes(short_ms: int) -> int:
 def clears(inputs: Inputs, timeline: Timeline, short_ms: int, theta: float, stop: int) -> int:
     """The minute the short window's error ratio drops to the threshold after ``stop`` (upper bound)."""
     short_minutes = minutes(short_ms)
-    if isinstance(inputs.sli, StateSLI):
-        recorded = EventSeries.from_states(timeline, inputs.units)
-    else:
-        recorded = EventSeries.from_counters(timeline)
+    recorded = _recorded(inputs, timeline)
     minute = recorded.clears_at(short_minutes, theta, stop)
     if minute is None:
         raise InputError("the short window never clears in the recovery test")
     if isinstance(inputs.sli, StateSLI):
         minute += inputs.settle  # a state expression's offset or ranges delay every change
     return minute + CLEAR_ROUNDING_MIN
+
+
+def _recorded(inputs: Inputs, timeline: Timeline) -> EventSeries:
+    """The recorded series the SLI's rules make of ``timeline``; every pair of a case reads the same."""
+    if isinstance(inputs.sli, StateSLI):
+        return timeline.state_events(inputs.units)
+    return timeline.counter_events
 
 
 def long_window_holds(inputs: Inputs, timeline: Timeline, long_ms: int, theta: float, minute: int) -> bool:
@@ -71,11 +75,9 @@ def long_window_holds(inputs: Inputs, timeline: Timeline, long_ms: int, theta: f
     percent), but a threshold near 100% errors is under the long window's share of the outage as soon as
     the short window clears.
     """
+    recorded = _recorded(inputs, timeline)
     if isinstance(inputs.sli, StateSLI):
-        recorded = EventSeries.from_states(timeline, inputs.units)
         minute -= inputs.settle  # a state expression's offset or ranges delay what the window sees
-    else:
-        recorded = EventSeries.from_counters(timeline)
     ratio = recorded.window_ratio(minutes(long_ms), max(minute, 0))
     return ratio is not None and ratio > theta * (1 + CLAIM_MARGIN)
 
