@@ -16,6 +16,8 @@ line of it can assert exact line numbers. Its layout, for reference:
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -98,7 +100,37 @@ def make_spec_tree(spec_dir: Path) -> Path:
 
 
 def _run_cli(args: Sequence[str | Path], cwd: Path) -> tuple[int, str, str]:
-    """Run ``python -m compiler *args`` in ``cwd``; returns (returncode, stdout, stderr)."""
+    """Run the CLI in this process, in ``cwd``; returns (returncode, stdout, stderr).
+
+    What a command prints and returns does not depend on the process it runs in, so the tests
+    of messages and exit codes call ``compiler.cli.main`` directly: a fresh interpreter costs
+    about a second of CPU to start and import, and the parse caches stay warm between calls.
+    Tests about the process itself (signals, the installed wheel, tracebacks of a real crash)
+    use ``run_cli_subprocess``.
+    """
+    from compiler import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    before = Path.cwd()
+    debug = os.environ.pop("SLO_COMPILER_DEBUG", None)
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main([str(arg) for arg in args])
+            except SystemExit as exc:  # argparse's usage errors and --help
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+    finally:
+        os.chdir(before)
+        if debug is not None:
+            os.environ["SLO_COMPILER_DEBUG"] = debug
+    return code, out.getvalue(), err.getvalue()
+
+
+def run_cli_subprocess(args: Sequence[str | Path], cwd: Path) -> tuple[int, str, str]:
+    """Run ``python -m compiler *args`` in ``cwd`` in a new process; returns (returncode, stdout, stderr)."""
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     env.pop("SLO_COMPILER_DEBUG", None)
     result = subprocess.run(

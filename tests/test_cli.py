@@ -11,6 +11,7 @@ import pytest
 
 from compiler import write
 from compiler.write import read_tree, recover, write_tree
+from tests.conftest import run_cli_subprocess
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
@@ -152,12 +153,15 @@ def test_check_fails_after_deleting_a_spec(
 
 
 def test_generate_is_deterministic(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """Again, elsewhere, and in a new process: the compiler's memoised parses and texts change no byte."""
     first = generate(run_cli, tmp_path)
     again = generate(run_cli, tmp_path)
     elsewhere = generate(run_cli, tmp_path, out="out2")
+    fresh = generate(run_cli_subprocess, tmp_path, out="out3")
     assert first
     assert again == first
     assert elsewhere == first
+    assert fresh == first
 
 
 # -- atomic writes ------------------------------------------------------------------------

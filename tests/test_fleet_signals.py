@@ -202,16 +202,18 @@ def _promtool(test_file: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize("name", FLEET_SPECS)
-def test_generated_fleet_cases_pass_promtool(name: str) -> None:
-    """Each converted spec's generated tests hold a one-unit case and a K-unit case, and pass."""
+def test_generated_fleet_cases_are_written(name: str) -> None:
+    """Each converted spec's generated tests hold a one-unit case, a K-unit case and one short of K.
+
+    That they pass is test_generated_tests.py::test_promtool_passes_the_generated_tests, which runs
+    every generated file once (running them here too cost 91 s of promtool).
+    """
     test_file = GENERATED / "tests" / f"{name}.test.yaml"
     titles = [test["name"] for test in yaml.safe_load(test_file.read_text(encoding="utf-8"))["tests"]]
     fleet = [title for title in titles if "(fleet)" in title]
     assert any(": one unit out" in title and "no page" in title for title in fleet), fleet
     assert any("pages at" in title for title in fleet), fleet
     assert any("no page" in title and "one short of" in title for title in fleet), fleet
-    result = _promtool(test_file)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _mutated(tmp_path: Path, name: str, old: str, new: str) -> Path:
@@ -319,9 +321,7 @@ def test_one_notready_node_in_a_ten_node_pool_is_a_ticket_not_a_page(tmp_path: P
     assert _run_cases(tmp_path, "node-readiness", wrong).returncode == 1
 
 
-def _nics(
-    bad: tuple[str, str], counter: str = "errs", share: float = 0.01, minutes: int = 40
-) -> list[dict[str, str]]:
+def _nics(bad: tuple[str, str], counter: str = "errs", share: float = 0.01, minutes: int = 40) -> list[dict[str, str]]:
     """Five nodes with two NICs each at 100k packets/s; ``bad`` counts ``share`` of its packets in
     ``node_network_receive_<counter>_total`` (errs or drop), the rest 1e-7."""
     found = []
