@@ -11,10 +11,10 @@ yet; those tests are skipped with that reason until the feature is merged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tests.world.dataset import Expectations, Fires
-from tests.world.topology import PROD_EAST, PROD_WEST, Fault, World
+from tests.world.topology import Fault, World, day_one
 
 START = 60
 # Each data set runs 30 minutes past its deadline (the page check covers every minute of it),
@@ -39,7 +39,9 @@ class Incident:
 
 
 def _base(deadline: int) -> World:
-    return World(clusters=(PROD_EAST, PROD_WEST), minutes=deadline + AFTER_DEADLINE)
+    """Day one's fleet, its rebooting node included: an incident is an ordinary day plus one fault, and
+    every series the fault leaves alone is the same as on day one (tests/world/untouched.py)."""
+    return replace(day_one(), minutes=deadline + AFTER_DEADLINE)
 
 
 def _node(pool: str, zone: str, number: int) -> str:

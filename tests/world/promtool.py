@@ -14,6 +14,7 @@ from compiler.pipeline import compile_specs
 from compiler.plan import plan
 from tests.world.dataset import Expectations, write_test
 from tests.world.stack import STACKS
+from tests.world.timeline import Series
 from tests.world.topology import World
 
 REPO = Path(__file__).resolve().parents[2]
@@ -75,10 +76,17 @@ class Run:
     series: int
 
 
-def run(directory: Path, rule_files: list[Path], world: World, stack: str, expect: Expectations) -> Run:
-    """Write the data set next to the rules and let promtool judge it."""
+def run(
+    directory: Path,
+    rule_files: list[Path],
+    world: World,
+    stack: str,
+    expect: Expectations,
+    data: list[Series] | None = None,
+) -> Run:
+    """Write the data set (``data``, or the world's series on ``stack``) next to the rules and let promtool judge it."""
     test = directory / "world.test.json"
-    series = write_test(test, rule_files, world, STACKS[stack], expect)
+    series = write_test(test, rule_files, world, STACKS[stack], expect, data)
     started = time.monotonic()
     result = subprocess.run(
         ["promtool", "test", "rules", test.name],
