@@ -14,7 +14,7 @@ CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver
 DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver
 
-.PHONY: help venv generate validate check diff test lint typecheck promtool-check tools bench bench-backtest clean
+.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -83,6 +83,9 @@ promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every g
 test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
 	$(MAKE) --no-print-directory lint typecheck
 	$(BIN)/pytest -q -n 2
+
+test-fast: $(DEV) ## the fast tier (about 20 s): tests/unit and tests/targets, no promtool, server or other process
+	$(BIN)/pytest -q -n 2 tests/unit tests/targets
 
 bench: $(DEV) ## compile 1,000 synthetic specs (time per spec); the library's samples per evaluation against the floor
 	$(PY) bench/bench_compile.py --specs 1000

@@ -43,7 +43,7 @@ from compiler.plan import plan  # noqa: E402
 from compiler.promql import parse_duration  # noqa: E402
 from compiler.targets.prometheus.proof.inputs import Inputs  # noqa: E402
 from compiler.targets.prometheus.proof.timeline import Timeline  # noqa: E402
-from tests import engines  # noqa: E402
+from tests import servers  # noqa: E402
 
 END_S = 1_790_006_400  # a fixed end (2026-09-21), on a 2h block boundary, so cached blocks stay valid
 DAY_MIN = 1440
@@ -185,7 +185,7 @@ def _children_cpu() -> float:
 
 
 def _server_pid(blocks: Path) -> int:
-    """The Prometheus serving ``blocks`` (tests.engines starts it), to read its peak RSS."""
+    """The Prometheus serving ``blocks`` (tests.servers starts it), to read its peak RSS."""
     found = subprocess.run(["pgrep", "-f", "--", f"storage.tsdb.path={blocks}"], capture_output=True, text=True)
     return int(found.stdout.split()[0])
 
@@ -218,7 +218,7 @@ def main() -> None:
     blocks, built = blocks_for(model, args.nodes, -(-int(args.days * DAY_MIN) // BLOCK_MIN) * BLOCK_MIN)
     print(f"data: {built}; ready in {time.monotonic() - began:.0f} s this run")
     replay_ms, warmup_ms = parse_duration(args.replay) or 0, parse_duration(args.warmup) or 0
-    with engines.prometheus(blocks.parent, [], None, blocks, ("--storage.tsdb.retention.time=3650d",)) as prom:
+    with servers.prometheus(blocks.parent, [], None, blocks, ("--storage.tsdb.retention.time=3650d",)) as prom:
         pid = _server_pid(blocks)
         client = Client(Access(prom.url, timeout_s=600))
         replay = Backtest(client, END_S * 1000 - replay_ms, END_S * 1000, warmup_ms, concurrency=args.concurrency)

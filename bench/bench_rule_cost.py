@@ -40,7 +40,7 @@ from compiler.pipeline import compile_specs, render  # noqa: E402
 from compiler.promql import format_duration  # noqa: E402
 from compiler.targets.prometheus.proof.inputs import Inputs  # noqa: E402
 from compiler.targets.prometheus.proof.timeline import Timeline  # noqa: E402
-from tests import engines  # noqa: E402
+from tests import servers  # noqa: E402
 
 
 def history(minutes: int, start: int) -> tuple[str, int]:
@@ -156,7 +156,7 @@ def wait_evaluated(client: Client, groups: int, timeout_s: float) -> bool:
         listed = client.call("/api/v1/rules", post=False)["groups"]
         return len(listed) == groups and all(not g["lastEvaluation"].startswith("0001") for g in listed)
 
-    return engines.wait_until(done, timeout_s, interval=2)
+    return servers.wait_until(done, timeout_s, interval=2)
 
 
 def run(model: Model, files: dict[str, bytes], minutes: int) -> Cost:
@@ -166,13 +166,13 @@ def run(model: Model, files: dict[str, bytes], minutes: int) -> Cost:
     cost = Cost()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        blocks = engines.backfill(text, workdir)
+        blocks = servers.backfill(text, workdir)
         rule_files = []
         for slo in model.slos:
             path = workdir / f"{slo.name}.rules.yaml"
             path.write_bytes(files[rules_path(slo)])
             rule_files.append(path)
-        with engines.prometheus(workdir, rule_files, None, blocks) as prom:
+        with servers.prometheus(workdir, rule_files, None, blocks) as prom:
             client = Client(Access(prom.url, timeout_s=120))
             if not wait_evaluated(client, len(model.slos), 180):
                 raise SystemExit("not every rule group evaluated within 180 s")

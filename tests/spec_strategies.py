@@ -1,4 +1,4 @@
-"""Hypothesis strategies for hostile and careless spec trees (issue 17), used by tests/test_property.py.
+"""Hypothesis strategies for hostile and careless spec trees (issue 17), used by tests/engines/test_property.py.
 
 A tree is an Owners and a Project document plus one to three SLO specs in one or two files. Each spec starts
 from a valid base of its SLI kind, then *shapes* bend it: the extreme numbers, zero durations, label-name
@@ -10,7 +10,7 @@ two trees in five compile and their output reaches promtool and amtool.
 
 The generated tests of an accepted tree run in promtool, so the valid values are chosen cheap to test:
 burn windows of a few hours, waits up to 1h, scenarios up to 6h. The limits themselves (waits of a day, the
-default policy's 3d window) cost seconds per spec and are covered by tests/test_hostile_crashes.py.
+default policy's 3d window) cost seconds per spec and are covered by tests/engines/test_hostile_crashes.py.
 
 Specs are built as Python data and written as YAML by ``to_yaml``: strings are double-quoted (JSON is YAML),
 and ``Raw`` scalars (``.nan``, ``!!str 123``) are written as they are.

@@ -5,7 +5,7 @@ The questions people ask about an alert ("how long after a full outage does this
 alone, so they are computed here once, from the window math in ``compiler.model.windows``,
 for the runbooks' threshold tables and the catalog. The figures are the SRE workbook's
 (windows filled evenly from a step); the rules fire within one evaluation interval of
-them, which ``tests/test_alert_quality.py`` checks against promtool on the generated
+them, which ``tests/engines/test_alert_quality.py`` checks against promtool on the generated
 full-outage case.
 """
 
