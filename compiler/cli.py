@@ -19,28 +19,25 @@ import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
-from compiler.explain import budget_report, explain, reads_report
-from compiler.importers import import_files
-from compiler.live import preflight
-from compiler.live.backtest import CONCURRENCY, Backtest
-from compiler.live.client import Access, Client, LiveError
-from compiler.live.summary import render_markdown, render_table, summarise
+from compiler.live import CONCURRENCY
 from compiler.model import Model
-from compiler.model.budget import estimate
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
 from compiler.promql import parse_duration
-from compiler.review import behaviour_of, review
-from compiler.review import render as render_review
-from compiler.review.base import BaseError, default_base, extract
-from compiler.review.behaviour import BehaviourError
 from compiler.source.schema import packaged_schemas
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
+
+if TYPE_CHECKING:
+    from compiler.live.client import Client
+
+# The commands that read a live server, review a change or import other tools' files import their
+# stage when they run: every process pays for what it uses, and `generate` (run by every CI job and
+# pre-commit hook) starts in about two thirds of the time it took with everything imported.
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -284,6 +281,8 @@ def print_notes(compiled: Plan) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    from compiler.explain import budget_report, reads_report
+
     if args.paths:
         return validate_paths(args.specs, args.paths)
     compiled = _compiled(args)
@@ -299,6 +298,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
+    from compiler.explain import explain
+
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
@@ -361,6 +362,8 @@ def _chosen_specs(model: Model, names: Sequence[str]) -> list[SpecPlan] | None:
 
 
 def _client(args: argparse.Namespace) -> Client:
+    from compiler.live.client import Access, Client
+
     access = Access(
         url=args.prometheus,
         bearer_token_file=args.bearer_token_file,
@@ -373,6 +376,9 @@ def _client(args: argparse.Namespace) -> Client:
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
+    from compiler.live import preflight
+    from compiler.live.client import LiveError
+
     model, diagnostics = compile_specs(args.specs)
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
@@ -426,6 +432,11 @@ def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | st
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
+    from compiler.live.backtest import Backtest
+    from compiler.live.client import LiveError
+    from compiler.live.summary import render_markdown, render_table, summarise
+    from compiler.model.budget import estimate
+
     span = _backtest_span(args)
     if isinstance(span, str):
         print(f"slo-compiler: {span}", file=sys.stderr)
@@ -460,6 +471,8 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 # One function per command; each takes the parsed arguments and returns the exit code.
 def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
     """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
+    from compiler.review.base import BaseError, default_base, extract
+
     try:
         if args.base_dir is not None:
             base_dir, name = args.base_dir, str(args.base_dir)
@@ -483,6 +496,10 @@ def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, di
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from compiler.review import behaviour_of, review
+    from compiler.review import render as render_review
+    from compiler.review.behaviour import BehaviourError
+
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
@@ -505,6 +522,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from compiler.importers import import_files
+
     _, code = import_files(args.format, list(args.files), args.out, args.force)
     return code
 

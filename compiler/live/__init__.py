@@ -6,3 +6,5 @@ except the rule files backtest must evaluate, which the command line passes in. 
 request is a query (``/api/v1/query``, ``query_range``, ``series``, ``label/<name>/values``,
 ``status/buildinfo``); nothing is ever written to the server.
 """
+
+CONCURRENCY = 2  # range queries backtest asks of the server at once (the command line's default)

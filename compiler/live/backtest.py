@@ -43,6 +43,7 @@ from typing import Any
 import promql_parser as pp
 import yaml
 
+from compiler.live import CONCURRENCY
 from compiler.live.client import (
     MAX_POINTS_PER_QUERY,
     MAX_SAMPLES_PER_QUERY,
@@ -61,8 +62,8 @@ RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this lo
 SEGMENT_CELLS = 30_000_000
 # A recorded rule this wide that only instant reads use is evaluated inside its readers on the server.
 WIDE_SERIES = 50
-# Range queries of one spec asked at once: the server, not this process, is the bottleneck of a large replay.
-CONCURRENCY = 2
+# CONCURRENCY (compiler.live): range queries of one spec asked at once; the server, not this process, is the
+# bottleneck of a large replay.
 
 
 @dataclass
