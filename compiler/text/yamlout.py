@@ -16,6 +16,7 @@ test holds the two to byte equality on every generated file and on random docume
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any
 
 import yaml
@@ -24,6 +25,14 @@ _BASE: type[yaml.SafeDumper] = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 _WIDTH = 1_000_000  # never fold a line: rules and test inputs stay one line each
 _SCALAR_TYPES = (str, int, float, bool, type(None))
 _LONGEST_DIRECT_SCALAR = 100_000  # longer text is left to PyYAML (it folds at _WIDTH columns)
+# Text PyYAML writes plain in block context when its resolver reads it as a string: printable ASCII
+# that starts with a letter, digit or '_' (no indicator), ends on neither a space nor ':', and holds
+# no ': ' (a key) and no ' #' (a comment). Brackets, quotes and commas inside are plain in block context.
+_PLAIN = re.compile(r"[A-Za-z0-9_](?:[ -~]*[!-9;-~])?")
+_NOT_PLAIN = (": ", " #")
+_RESOLVER = yaml.resolver.Resolver()
+_IMPLICIT = (True, False)
+_STR = "tag:yaml.org,2002:str"
 _LINE_BREAKS = ("\n", "\r", "\x85", "\u2028", "\u2029")  # what YAML counts as a line break
 _LONGEST_SIMPLE_KEY = 120  # PyYAML writes a key of 128 characters or more as a complex key ("? ")
 
@@ -109,6 +118,7 @@ def _once(container: dict[Any, Any] | list[Any], seen: set[int]) -> None:
     seen.add(id(container))
 
 
+@functools.lru_cache(maxsize=16_384, typed=True)  # a document repeats a few dozen keys thousands of times
 def _key(key: Any) -> str:
     if type(key) not in _SCALAR_TYPES or key == "":
         raise _NotDirectError
@@ -138,7 +148,20 @@ def _value(value: Any, indent: int, seen: set[int]) -> str:
 
 @functools.lru_cache(maxsize=65_536, typed=True)
 def _scalar(value: str | int | float | bool | None) -> str:
-    """PyYAML's text for one scalar as a block mapping value at column 0 (continuation lines at 2)."""
+    """PyYAML's text for one scalar as a block mapping value at column 0 (continuation lines at 2).
+
+    Most strings of a generated file (series, sample vectors, expressions) are written plain, as
+    they are: PyYAML does so when no character of the text can start or end a plain scalar
+    differently and its resolver reads the text as a string (not ``0x181``, ``1e3``, ``yes``).
+    Those are recognised here without a dump; every other scalar is asked of PyYAML.
+    """
+    if (
+        type(value) is str
+        and _PLAIN.fullmatch(value)
+        and not any(mark in value for mark in _NOT_PLAIN)
+        and _RESOLVER.resolve(yaml.ScalarNode, value, _IMPLICIT) == _STR
+    ):
+        return value
     text = pyyaml_dump({"k": value}, FAST_DUMPER)
     if not text.startswith("k: ") or text.endswith("\n...\n"):
         raise _NotDirectError  # an open-ended block scalar (kept trailing newlines) ends the document

@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import cast
 
 from compiler.model import Segment
 from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
@@ -151,6 +152,12 @@ def _rate5m(samples: Sequence[float | None], minute: int) -> float | None:
 
 def _rates5m(samples: Sequence[float | None]) -> tuple[float | None, ...]:
     """``rate(x[5m])`` at every minute; the common case (no gap in the window) is a plain difference."""
+    if None not in samples:  # no gap anywhere: the first minutes read partial windows, the rest a difference
+        head = [_rate5m(samples, minute) for minute in range(min(RATE_WINDOW_MIN, len(samples)))]
+        present = cast(Sequence[float], samples)
+        later = present[RATE_WINDOW_MIN:]
+        tail = [(last - first) / RATE_WINDOW_SECONDS for first, last in zip(present[: len(later)], later, strict=True)]
+        return (*head, *tail)
     missing = [0]
     for sample in samples:
         missing.append(missing[-1] + (sample is None))
@@ -202,15 +209,21 @@ class EventSeries:
 
     @cached_property
     def _prefix(self) -> tuple[list[float], list[float]]:
-        """Running sums of every ``stride``-th sample, so each window costs O(1) instead of O(window)."""
-        bad_sums: list[float] = []
-        total_sums: list[float] = []
-        for minute, (bad, total) in enumerate(zip(self.bad, self.total, strict=True)):
-            present = bad is not None and total is not None
-            before = minute - self.stride
-            bad_sums.append((bad or 0.0 if present else 0.0) + (bad_sums[before] if before >= 0 else 0.0))
-            total_sums.append((total or 0.0 if present else 0.0) + (total_sums[before] if before >= 0 else 0.0))
-        return bad_sums, total_sums
+        """Running sums of every ``stride``-th sample, so each window costs O(1) instead of O(window).
+
+        A minute with either sample missing counts as no events.
+        """
+        pairs = list(zip(self.bad, self.total, strict=True))
+        bad = [b if b is not None and t is not None else 0.0 for b, t in pairs]
+        total = [t if b is not None and t is not None else 0.0 for b, t in pairs]
+        return self._chained(bad), self._chained(total)
+
+    def _chained(self, values: Sequence[float]) -> list[float]:
+        """Running sums of every ``stride``-th value: ``sums[m] = values[m] + sums[m - stride]``."""
+        sums = [0.0] * len(values)
+        for start in range(min(self.stride, len(values))):
+            sums[start :: self.stride] = list(itertools.accumulate(values[start :: self.stride], initial=0.0))[1:]
+        return sums
 
     def clears_at(self, window_minutes: int, threshold: float, after: int) -> int | None:
         """The first minute after ``after`` at which the window ratio is no longer above ``threshold``."""
