@@ -30,6 +30,10 @@ _LONGEST_DIRECT_SCALAR = 100_000  # longer text is left to PyYAML (it folds at _
 # no ': ' (a key) and no ' #' (a comment). Brackets, quotes and commas inside are plain in block context.
 _PLAIN = re.compile(r"[A-Za-z0-9_](?:[ -~]*[!-9;-~])?")
 _NOT_PLAIN = (": ", " #")
+_ONE_LINE_ASCII = re.compile(r"[ -~]*")  # printable ASCII on one line: plain or single-quoted, never double
+# Lines PyYAML can never write plain: empty, an indicator first, a space at either end, a ': ' or ' #'
+# inside, a ':' at the end. (Other lines that _PLAIN does not accept are left to PyYAML.)
+_NEVER_PLAIN = re.compile(r"\A(?:\Z|[#,\[\]{}&*!|>'\"%@` ]|[-?:](?: |\Z))|: |\ #|[ :]\Z")
 _RESOLVER = yaml.resolver.Resolver()
 _IMPLICIT = (True, False)
 _STR = "tag:yaml.org,2002:str"
@@ -146,6 +150,12 @@ def _value(value: Any, indent: int, seen: set[int]) -> str:
     return "\n".join([head, *(pad + line if line else line for line in rest)])
 
 
+def _resolved_tag(value: str) -> str:
+    """The tag PyYAML's resolver gives plain ``value`` (``str`` unless it reads as a number, bool, null...)."""
+    tag: str = _RESOLVER.resolve(yaml.ScalarNode, value, _IMPLICIT)  # type: ignore[no-untyped-call]
+    return tag
+
+
 @functools.lru_cache(maxsize=65_536, typed=True)
 def _scalar(value: str | int | float | bool | None) -> str:
     """PyYAML's text for one scalar as a block mapping value at column 0 (continuation lines at 2).
@@ -153,15 +163,15 @@ def _scalar(value: str | int | float | bool | None) -> str:
     Most strings of a generated file (series, sample vectors, expressions) are written plain, as
     they are: PyYAML does so when no character of the text can start or end a plain scalar
     differently and its resolver reads the text as a string (not ``0x181``, ``1e3``, ``yes``).
-    Those are recognised here without a dump; every other scalar is asked of PyYAML.
+    Those are recognised here without a dump, and so are the lines of printable ASCII that PyYAML
+    cannot write plain, which it single-quotes; every other scalar is asked of PyYAML.
     """
-    if (
-        type(value) is str
-        and _PLAIN.fullmatch(value)
-        and not any(mark in value for mark in _NOT_PLAIN)
-        and _RESOLVER.resolve(yaml.ScalarNode, value, _IMPLICIT) == _STR
-    ):
-        return value
+    if type(value) is str and _ONE_LINE_ASCII.fullmatch(value):
+        plain = _PLAIN.fullmatch(value) is not None and not any(mark in value for mark in _NOT_PLAIN)
+        if plain and _resolved_tag(value) == _STR:
+            return value
+        if plain or _NEVER_PLAIN.search(value):
+            return "'" + value.replace("'", "''") + "'"  # PyYAML's style for a line it cannot write plain
     text = pyyaml_dump({"k": value}, FAST_DUMPER)
     if not text.startswith("k: ") or text.endswith("\n...\n"):
         raise _NotDirectError  # an open-ended block scalar (kept trailing newlines) ends the document

@@ -108,6 +108,8 @@ class Timeline:
 
 def _counter(increments: Sequence[float | None]) -> list[float | None]:
     """Cumulative counter samples for per-minute increments (None: no sample that minute)."""
+    if increments and None not in increments:  # the first sample is 0; each later one adds its increment
+        return list(itertools.accumulate(cast(Sequence[float], increments)[1:], initial=0.0))
     total = 0.0
     started = False
     samples: list[float | None] = []
