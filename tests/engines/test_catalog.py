@@ -41,8 +41,12 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, objec
             loaded[path.relative_to(CATALOG).as_posix()] = {
                 "title": driver.title,
                 "text": driver.find_element(By.TAG_NAME, "body").text,
-                "links": [a.get_attribute("href") or "" for a in driver.find_elements(By.TAG_NAME, "a")],
-                "ids": {e.get_attribute("id") for e in driver.find_elements(By.XPATH, "//*[@id]")},
+                # One script per page, not a WebDriver round trip per element: ``a.href`` is the resolved
+                # URL, what Selenium's get_attribute("href") returns.
+                "links": driver.execute_script(
+                    "return Array.from(document.querySelectorAll('a'), a => a.href || '')"
+                ),
+                "ids": set(driver.execute_script("return Array.from(document.querySelectorAll('[id]'), e => e.id)")),
                 "log": driver.get_log("browser"),  # type: ignore[no-untyped-call]
                 "styled": driver.execute_script(
                     "return getComputedStyle(document.body).fontFamily.indexOf('system-ui') >= 0"
