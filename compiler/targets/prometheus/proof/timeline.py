@@ -9,10 +9,12 @@ clears after an incident (the only timing that is not exact by construction).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
+import operator
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import cast
 
@@ -37,6 +39,10 @@ class Timeline:
 
     values: tuple[float | None, ...]
     rates: tuple[float, ...]
+    # The runs of ``runs``, when the constructor knows them (constant and then do): not compared.
+    known_runs: tuple[tuple[int, int, float | None, float], ...] | None = field(
+        default=None, compare=False, repr=False
+    )
 
     @property
     def minutes(self) -> int:
@@ -44,19 +50,26 @@ class Timeline:
 
     @staticmethod
     def constant(value: float | None, minutes: int, rate: float = DEFAULT_RATE) -> Timeline:
-        return Timeline((value,) * (minutes + 1), (rate,) * (minutes + 1))
+        return Timeline((value,) * (minutes + 1), (rate,) * (minutes + 1), ((0, minutes + 1, value, rate),))
 
     def then(self, value: float | None, minutes: int, rate: float | None = None) -> Timeline:
         """Continue with ``value`` held for ``minutes`` more minutes."""
-        return Timeline(
-            self.values + (value,) * minutes,
-            self.rates + (self.rates[-1] if rate is None else rate,) * minutes,
-        )
+        held = self.rates[-1] if rate is None else rate
+        runs = self.runs
+        if minutes:
+            start, count, last_value, last_rate = runs[-1]
+            if (last_value, last_rate) == (value, held):
+                runs = (*runs[:-1], (start, count + minutes, value, held))
+            else:
+                runs = (*runs, (len(self.values), minutes, value, held))
+        return Timeline(self.values + (value,) * minutes, self.rates + (held,) * minutes, runs)
 
     @cached_property
     def runs(self) -> tuple[tuple[int, int, float | None, float], ...]:
         """(first minute, minutes, value, rate) of each run of equal minutes: inputs are computed
         once per run, not once per minute (most cases hold a value for hours)."""
+        if self.known_runs is not None:
+            return self.known_runs
         found: list[tuple[int, int, float | None, float]] = []
         start = 0
         for (value, rate), run in itertools.groupby(zip(self.values, self.rates, strict=True)):
@@ -279,10 +292,7 @@ def render_counter_runs(runs: Sequence[tuple[float | None, int]]) -> str:
         count = minutes_held - 1
         start, exact = (0.0, False) if first else _counter_start(total, total + increment)
         step = clean_number(increment) if count else 0.0
-        value = start
-        for _ in range(count):
-            value += step
-        total = value
+        total = functools.reduce(operator.add, itertools.repeat(step, count), start)  # promtool's repeated addition
         parts.append(_run(start, step, count, exact))
         first = False
     return " ".join(parts)
