@@ -29,7 +29,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-# The Go tools the suite runs (promtool above all: a third of the suite's CPU) spend a quarter of
+# The Go tools the suite runs (promtool above all, a fifth of the suite's CPU) spend a quarter of
 # their time collecting garbage at Go's default GOGC=100, and run a collector thread per core while
 # the other pytest worker needs that core. Measured on node-readiness.test.yaml: 44 s of CPU at the
 # defaults, 27 s with these (same results; the heap peaks at 190 MB instead of 79 MB). GOMEMLIMIT
@@ -113,9 +113,9 @@ def _run_cli(args: Sequence[str | Path], cwd: Path) -> tuple[int, str, str]:
 
     What a command prints and returns does not depend on the process it runs in, so the tests
     of messages and exit codes call ``compiler.cli.main`` directly: a fresh interpreter costs
-    about a second of CPU to start and import, and the parse caches stay warm between calls.
-    Tests about the process itself (signals, the installed wheel, tracebacks of a real crash)
-    use ``run_cli_subprocess``.
+    about half a second of CPU to start and import, and the parse caches stay warm between calls.
+    Tests about the process itself (signals, concurrent runs, the installed wheel) start it
+    themselves or use ``run_cli_subprocess``.
     """
     from compiler import cli
 
@@ -187,18 +187,22 @@ FAST_TIERS = ("unit", "targets")  # `make test-fast`: nothing but Python runs
 
 
 def tier_of(path: Path) -> str | None:
-    """The tier of a test file: its first folder under tests/."""
-    parts = path.resolve().relative_to(REPO_ROOT / "tests").parts
+    """The tier of a test file: its first folder under tests/ (None outside a tier folder)."""
+    try:
+        parts = path.resolve().relative_to(REPO_ROOT / "tests").parts
+    except ValueError:
+        return None
     return parts[0] if len(parts) > 1 and parts[0] in TIERS else None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its tier; a test file outside the tier folders is a layout error."""
+    """Mark every test with its tier; a test file under tests/ but outside the tier folders is a layout error."""
     for item in items:
         tier = tier_of(item.path)
-        if tier is None:
+        if tier is not None:
+            item.add_marker(getattr(pytest.mark, tier))
+        elif item.path.resolve().is_relative_to(REPO_ROOT / "tests"):
             raise pytest.UsageError(f"{item.path}: a test file belongs in one of tests/{{{','.join(TIERS)}}}/")
-        item.add_marker(getattr(pytest.mark, tier))
 
 
 @pytest.fixture(autouse=True)
