@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from compiler.model import SLO, Model
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Model
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
 from compiler.model.reads import RawRead, raw_reads, repeated
@@ -106,6 +106,7 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
             f"objective: {go_float(objective.target * 100)}% over {format_duration(objective.period_ms)} "
             f"(budget {go_float(clean_number(objective.budget * 100))}%)"
         )
+    out.extend(_condition_lines(slo))
     add("")
     add("alerts:")
     for rule, expr in zip(spec.alerts, alert_exprs, strict=True):
@@ -134,6 +135,26 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     add("")
     out.extend(_routing_lines(model, slo))
     return "\n".join(out) + "\n"
+
+
+def _condition_lines(slo: SLO) -> list[str]:
+    """What the pages need: each assumption (remembered for a day) and each confirmation, in words."""
+    out: list[str] = []
+    if slo.assumes:
+        out.append(
+            f"assumes (pages wait while one has not held within {format_duration(ASSUMPTION_MEMORY_MS)}; "
+            "a ticket names it):"
+        )
+        for condition in slo.assumes:
+            out.append(f"  {condition.name}: {condition.expr}")
+            out.append(f"    why: {condition.why}")
+            out.append(f"    otherwise: {condition.otherwise} (ticket after {format_duration(condition.for_ms)})")
+    if slo.confirmed_by:
+        out.append("confirmed by (a page needs one of these for its slice):")
+        for condition in slo.confirmed_by:
+            out.append(f"  {condition.name}: {condition.expr}")
+            out.append(f"    why: {condition.why}")
+    return out
 
 
 def _routing_lines(model: Model, slo: SLO) -> list[str]:

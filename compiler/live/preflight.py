@@ -22,6 +22,7 @@ from compiler.live import exprs
 from compiler.live.client import Client, Labels, QueryError
 from compiler.model import (
     SLO,
+    Condition,
     GaugeSLI,
     LatencySLI,
     Model,
@@ -30,6 +31,7 @@ from compiler.model import (
     Selector,
     StateSLI,
     budget,
+    queries,
     series,
 )
 from compiler.model.stacks import BUILT_IN_STACKS
@@ -143,6 +145,7 @@ class Preflight:
             report.findings += self.check_edges(slo, slo.sli)
         for join in slo.slice.joins:
             report.findings += self.check_join(join.info, join.on, join.labels)
+        report.findings += [self.check_condition(slo, condition) for condition in slo.page_conditions]
         try:
             report.findings += self.check_slices_and_now(spec)
         except QueryError:
@@ -152,6 +155,45 @@ class Preflight:
             )
             report.findings.append(Finding("rule", "problem", series.presence_series(slo), message))
         return report
+
+    # -- assumptions and confirmations ---------------------------------------------
+
+    def check_condition(self, slo: SLO, condition: Condition) -> Finding:
+        """An assumption holds, is broken or cannot be told, with the series that decide it; a
+        confirmation's series must exist, or the pages it gates can never fire."""
+        check = "assumption" if condition.kind == "assumes" else "confirmation"
+        counts = {
+            text: self.client.count(text)
+            for text in dict.fromkeys(
+                render_selector(name, matchers) for name, matchers in analyse(condition.expr).selectors
+            )
+        }
+        decide = "; ".join(f"{text} ({count} series)" for text, count in counts.items())
+        detail: dict[str, Any] = {"series": counts}
+        try:
+            holding = [
+                _slice_key(slo, labels) for labels, _ in self.client.query(queries.condition_holds(slo, condition))
+            ]
+        except QueryError:
+            reason = self.client.last_error or "no reason given"
+            return Finding(check, "problem", condition.name, f"cannot tell: the server refuses it ({reason})", detail)
+        detail["holds"] = [dict(key) for key in sorted(holding)]
+        if condition.kind == "confirmed_by":
+            if not all(counts.values()):
+                message = f"its series are absent, so the pages it confirms can never fire: {decide}"
+                return Finding(check, "problem", condition.name, message, detail)
+            now = f"confirms a page now for {len(holding)} slice(s)" if holding else "confirms no page now"
+            return Finding(check, "ok", condition.name, f"{now}; decided by {decide}", detail)
+        if holding:
+            shown = ", ".join(_show_key(key) for key in sorted(holding)[:SHOWN_VALUES])
+            return Finding(
+                check, "ok", condition.name, f"holds for {len(holding)} slice(s) ({shown}); decided by {decide}", detail
+            )
+        message = (
+            f"broken: {condition.expr} returns nothing now, so this spec's pages stay silent here (once it has "
+            f"not held for a day) and its ticket fires instead; decided by {decide}. {condition.otherwise}"
+        )
+        return Finding(check, "problem", condition.name, message, detail)
 
     # -- selectors ----------------------------------------------------------------
 

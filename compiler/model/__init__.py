@@ -27,6 +27,7 @@ AlertKey = Literal[
     "unit_above_critical",  # a fleet's per-unit tickets: named by the compiler, not by alert_names
     "unit_below_critical",
     "vanished",
+    "assumption",  # a broken assumption's ticket: named by the compiler, not by alert_names
 ]
 ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
 Labels = tuple[tuple[str, str], ...]
@@ -306,6 +307,37 @@ class ExplainsComponent:
     severity: Literal["page", "ticket", "any"]
 
 
+ASSUMPTION_MEMORY_MS = 24 * 60 * 60 * 1000
+"""How long an assumption counts as holding after it was last seen to hold.
+
+An assumption is a fact about the deployment (a bind address, a managed control plane), not
+a signal: an outage that takes its series away with the rest (every target down) must not
+also break the assumption and silence the page. A day of memory tells "never seen holding
+here" (broken) from "stopped holding during this incident" (holds).
+"""
+DEFAULT_ASSUMPTION_FOR_MS = 60 * 60 * 1000  # a broken assumption's ticket waits this long unless ``for`` says
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A condition a spec's pages need, checked at run time (``assumes`` and ``confirmed_by``).
+
+    ``expr`` returns a series per slice (with the slice labels) while the condition holds. An
+    assumption (``kind`` "assumes") is a fact about the deployment, remembered for
+    ``ASSUMPTION_MEMORY_MS``; while it is broken the spec's pages stay silent and its own ticket
+    fires. A confirmation (``confirmed_by``) is a second signal read now: a page needs it, and
+    its absence raises nothing.
+    """
+
+    kind: Literal["assumes", "confirmed_by"]
+    name: str
+    expr: str  # with the slice's matchers injected, as the rules read it
+    why: str
+    otherwise: str = ""  # assumptions: what to do where it does not hold
+    for_ms: int = DEFAULT_ASSUMPTION_FOR_MS  # assumptions: how long broken before the ticket
+    position: Position | None = field(default=None, compare=False)  # the entry in the spec
+
+
 @dataclass(frozen=True)
 class Fleet:
     """Per-unit judging of the critical range: a ticket per unit beyond it, a page per slice only for many.
@@ -403,6 +435,13 @@ class SLO:
     alert_names: tuple[tuple[AlertKey, str], ...] = ()  # full alert names that replace prefix + suffix
     explains_component: ExplainsComponent | None = None  # expanded into ``explains`` by the project checks
     fleet: Fleet | None = None  # the critical range judged per unit (see ``Fleet``)
+    assumes: tuple[Condition, ...] = ()  # what the pages rely on about the deployment
+    confirmed_by: tuple[Condition, ...] = ()  # second signals every page needs (any one of them)
+
+    @property
+    def page_conditions(self) -> tuple[Condition, ...]:
+        """Every condition that gates this spec's pages: its assumptions, then its confirmations."""
+        return (*self.assumes, *self.confirmed_by)
 
     @property
     def counts_events(self) -> bool:

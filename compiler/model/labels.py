@@ -31,6 +31,9 @@ AUTOMATION = "automation"
 LONG_WINDOW = "long_window"
 SHORT_WINDOW = "short_window"
 BURN_FACTOR = "burn_factor"
+# On the conditions' recorded series (which condition) and on a broken assumption's ticket (which assumption).
+CONDITION = "condition"
+ASSUMPTION = "assumption"
 # On slo_info only: which spec version and objective produced the rules.
 SPEC_HASH = "spec_hash"
 OBJECTIVE = "objective"
@@ -45,10 +48,10 @@ ALERTSTATE = "alertstate"
 BUCKET_BOUND = "le"
 INTERNAL_PREFIX = "__"  # Prometheus reserves every label name starting with two underscores
 
-RECORDED_LABELS = frozenset({SLO})
+RECORDED_LABELS = frozenset({SLO, CONDITION})
 INFO_LABELS = frozenset({SLO, TEAM, FAMILY, SPEC_HASH, OBJECTIVE, PERIOD})
 ALERT_LABELS = frozenset(
-    {SEVERITY, TEAM, SLO, FAMILY, SLO_COMPILER, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR}
+    {SEVERITY, TEAM, SLO, FAMILY, SLO_COMPILER, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR, ASSUMPTION}
 )
 ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SLO_COMPILER, SHADOW, AUTOMATION})
 PROMETHEUS_LABELS = frozenset({METRIC_NAME, ALERTNAME, ALERTSTATE, BUCKET_BOUND})

@@ -49,6 +49,11 @@ def vanished_alert_name(prefix: str) -> str:
     return f"{prefix}SliceVanished"
 
 
+def assumption_alert_name(prefix: str) -> str:
+    """One ticket name for every broken assumption of a spec; its ``assumption`` label names which."""
+    return f"{prefix}AssumptionBroken"
+
+
 _RANGE_KEYS: dict[tuple[Side, Level], AlertKey] = {
     ("Above", "Normal"): "above_normal",
     ("Below", "Normal"): "below_normal",
@@ -84,6 +89,8 @@ def default_alert_name(prefix: str, key: AlertKey) -> str:
         return unit_alert_name(prefix, unit_side)
     if key == "vanished":
         return vanished_alert_name(prefix)
+    if key == "assumption":
+        return assumption_alert_name(prefix)
     side, level = next(pair for pair, found in _RANGE_KEYS.items() if found == key)
     return range_alert_name(prefix, side, level)
 
@@ -95,6 +102,7 @@ def alert_keys_for(
     no_data: bool,
     fleet: bool = False,
     vanished: bool = False,
+    assumes: bool = False,
 ) -> list[AlertKey]:
     """The kinds of alert a spec produces, in rule order (a fleet's per-unit tickets after its page)."""
     keys: list[AlertKey] = ["burn"] if has_objective else []
@@ -108,6 +116,8 @@ def alert_keys_for(
         keys.append("no_data")
     if vanished:
         keys.append("vanished")
+    if assumes:
+        keys.append("assumption")
     return keys
 
 
@@ -120,12 +130,13 @@ def alert_name_table(
     overrides: Mapping[AlertKey, str] | None = None,
     fleet: bool = False,
     vanished: bool = False,
+    assumes: bool = False,
 ) -> dict[AlertKey, str]:
     """Each kind of alert a spec produces and its name, in rule order: the override, or prefix plus suffix."""
     given = overrides or {}
     return {
         key: given.get(key) or default_alert_name(prefix, key)
-        for key in alert_keys_for(has_objective, normal, critical, no_data, fleet, vanished)
+        for key in alert_keys_for(has_objective, normal, critical, no_data, fleet, vanished, assumes)
     }
 
 
@@ -138,9 +149,12 @@ def alert_names_for(
     overrides: Mapping[AlertKey, str] | None = None,
     fleet: bool = False,
     vanished: bool = False,
+    assumes: bool = False,
 ) -> list[str]:
     """Every alert name a spec produces, in rule order (the plan emits exactly these)."""
-    return list(alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, fleet, vanished).values())
+    return list(
+        alert_name_table(prefix, has_objective, normal, critical, no_data, overrides, fleet, vanished, assumes).values()
+    )
 
 
 def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
@@ -154,4 +168,5 @@ def spec_alert_names(slo: SLO) -> dict[AlertKey, str]:
         dict(slo.alert_names),
         slo.fleet is not None,
         slo.no_data.vanished is not None,
+        bool(slo.assumes),
     )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from compiler.model import (
     SLI,
     SLO,
+    Condition,
     GaugeSLI,
     LatencySLI,
     QuantileSLI,
@@ -224,6 +225,11 @@ def unit_value(sli: SLI, slice_: Slice, units: Sequence[str]) -> str:
         bad = _rate_sum(sli.bad, per_unit)
         return f"(\n{_indent(bad)}\n  or {_on(per_unit.by)}\n  0 * {total.strip()}\n)\n/\n{total}"
     raise TypeError(f"{type(sli).__name__} has no per-unit form")
+
+
+def condition_holds(slo: SLO, condition: Condition) -> str:
+    """Per slice, how many series of a condition's expression hold now (absent where none does)."""
+    return f"count{_by(slo.slice.by)} (\n  {_joined(f'({condition.expr})', slo.slice)}\n)"
 
 
 def fleet_counts(slo: SLO) -> tuple[str, str]:

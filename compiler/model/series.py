@@ -16,7 +16,8 @@ never alerts.
 
 from __future__ import annotations
 
-from compiler.model import SLO, BurnAlert, Range, StateSLI
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, BurnAlert, Condition, Range, StateSLI
+from compiler.model import labels as lbl
 from compiler.model.naming import Level
 from compiler.model.windows import HOUR, RAW_RANGE_MS, SECOND, Block, blocks, tier_blocks, tiers_for
 from compiler.promql import format_duration, quote
@@ -35,8 +36,14 @@ UNIT_VALUE = "slo:unit_value:gauge"
 FLEET_UNITS = "slo:fleet_units:count"
 FLEET_UNITS_OUT = "slo:fleet_units_out:count"
 
+# The conditions a spec's pages need (``SLO.assumes``, ``SLO.confirmed_by``): per slice and condition,
+# how many series hold it now, and for an assumption whether it held within the last day.
+CONDITION_HOLDS = "slo:condition:holds"
+ASSUMPTION_HELD = "slo:assumption:held_1d"
+
 # The baseline a relative bound compares with: the value ``offset`` ago, held while the bound is crossed.
 BASELINE: dict[Level, str] = {"Normal": "slo:sli_baseline_normal:gauge", "Critical": "slo:sli_baseline_critical:gauge"}
+
 
 def recorded(name: str, slo: SLO | str) -> str:
     """A selector of one SLO's recorded series."""
@@ -187,7 +194,7 @@ def recorded_names(slo: SLO) -> list[str]:
     """The series an SLO records per slice (``slo_info`` and per-unit series aside), in rule order."""
     baselines = [BASELINE[level] for level in baseline_levels(slo)]
     if not slo.counts_events:
-        return [VALUE, *baselines, *fleet_slice_names(slo)]
+        return [VALUE, *baselines, *fleet_slice_names(slo), *condition_names(slo)]
     names = [TOTAL_5M, BAD_5M]
     if slo.objective is not None:
         for tier in recorded_tiers(slo):
@@ -196,7 +203,52 @@ def recorded_names(slo: SLO) -> list[str]:
         if slo.objective.traffic_guard:
             names.append(PERIOD_EVENTS)
         names.append(BUDGET_REMAINING)
-    return [*names, *baselines, *fleet_slice_names(slo)]
+    return [*names, *baselines, *fleet_slice_names(slo), *condition_names(slo)]
+
+
+def condition_selector(name: str, slo: SLO, condition: Condition) -> str:
+    """One condition's recorded series (``CONDITION_HOLDS`` or ``ASSUMPTION_HELD``) of one spec."""
+    return f"{name}{{slo={quote(slo.name)}, {lbl.CONDITION}={quote(condition.name)}}}"
+
+
+def assumption_held(slo: SLO, condition: Condition) -> str:
+    """Whether an assumption held within ``ASSUMPTION_MEMORY_MS``: its recorded count, remembered."""
+    memory = format_duration(ASSUMPTION_MEMORY_MS)
+    return f"max_over_time({condition_selector(CONDITION_HOLDS, slo, condition)}[{memory}])"
+
+
+def gate_terms(slo: SLO) -> list[str]:
+    """What a page of this spec needs besides its own condition: every assumption held, and a confirmation.
+
+    Each term is a selector (or a union of them) keyed by the slice labels, so a page is
+    gated per slice; an empty list is no gate.
+    """
+    terms = [condition_selector(ASSUMPTION_HELD, slo, condition) for condition in slo.assumes]
+    confirmations = [condition_selector(CONDITION_HOLDS, slo, condition) for condition in slo.confirmed_by]
+    if confirmations:
+        terms.append(confirmations[0] if len(confirmations) == 1 else "(" + " or ".join(confirmations) + ")")
+    return terms
+
+
+def gated(slo: SLO, expr: str, per_slice: bool = True) -> str:
+    """A page's expression with the spec's gate: per slice (``on`` the slice labels), or for an
+    alert with no slice labels (``absent(...)``) wherever the assumptions held. A confirmation
+    does not gate that one: with no series at all there is nothing for a second signal to confirm."""
+    terms = gate_terms(slo)
+    if not terms:
+        return expr
+    if per_slice:
+        on = f"on ({', '.join(slo.slice.by)})"
+        return f"(\n{_indent(expr)}\n)" + "".join(f"\nand {on} {term}" for term in terms)
+    held = [condition_selector(ASSUMPTION_HELD, slo, condition) for condition in slo.assumes]
+    if not held:
+        return expr
+    return f"(\n{_indent(expr)}\n)" + "".join(f"\nand on () count({term}) > 0" for term in held)
+
+
+def condition_names(slo: SLO) -> list[str]:
+    """The series the conditions record per slice: one count per condition, one memory per assumption."""
+    return [CONDITION_HOLDS] * len(slo.page_conditions) + [ASSUMPTION_HELD] * len(slo.assumes)
 
 
 def fleet_slice_names(slo: SLO) -> list[str]:

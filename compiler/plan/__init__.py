@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from compiler.diagnostics import Diagnostic
-from compiler.model import SEVERITIES, SLO, BurnAlert, Labels, Model, Project, Range, Severity, series
+from compiler.model import SEVERITIES, SLO, BurnAlert, Condition, Labels, Model, Project, Range, Severity, series
 from compiler.model import labels as lbl
 from compiler.model.naming import (
     Level,
@@ -29,7 +29,7 @@ from compiler.plan.coverage import LeftOut, fallback_notes, unscraped, without
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
-AlertKind = Literal["burn", "range", "no_data", "vanished"]
+AlertKind = Literal["burn", "range", "no_data", "vanished", "assumption"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,12 @@ class AlertSpec:
     # A fleet's alerts (range kind, critical level): "page" per slice when many units are out,
     # "unit" the ticket of one unit out (its instances also carry the fleet's unit labels).
     fleet: Literal["page", "unit"] | None = None
+    condition: Condition | None = None  # the assumption a broken-assumption ticket is about
+
+    @property
+    def gated(self) -> bool:
+        """Whether the spec's conditions (``assumes``, ``confirmed_by``) gate this alert: its pages do."""
+        return self.severity == "page" and self.kind != "assumption"
 
     @property
     def label_map(self) -> dict[str, str]:
@@ -260,8 +266,29 @@ def _vanished_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
     ]
 
 
+def _assumption_alerts(slo: SLO, conventions: Conventions) -> list[AlertSpec]:
+    """One ticket per assumption, for while it is broken: the spec's pages are silent then, this says why."""
+    if not slo.assumes:
+        return []
+    name = spec_alert_names(slo)["assumption"]
+    return [
+        AlertSpec(
+            name=name,
+            kind="assumption",
+            severity="ticket",
+            for_ms=condition.for_ms,
+            keep_firing_for_ms=0,
+            labels=routing_labels(slo, "ticket", ((lbl.ASSUMPTION, condition.name),), conventions),
+            annotations=merged(conventions.annotations, slo.annotations),
+            condition=condition,
+        )
+        for condition in slo.assumes
+    ]
+
+
 def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
-    """One spec's alerts in rule order: burns, normal, critical, per-unit tickets, no data, vanished slices."""
+    """One spec's alerts in rule order: burns, normal, critical, per-unit tickets, no data, vanished slices,
+    broken assumptions."""
     alerts = [
         *_burn_alerts(slo, conventions),
         *_range_alerts(slo, slo.normal_range, "Normal", conventions),
@@ -269,6 +296,7 @@ def plan_spec(slo: SLO, conventions: Conventions = Conventions()) -> SpecPlan:
         *_unit_alerts(slo, conventions),
         *_no_data_alerts(slo, conventions),
         *_vanished_alerts(slo, conventions),
+        *_assumption_alerts(slo, conventions),
     ]
     return SpecPlan(slo=slo, alerts=tuple(alerts), recorded=tuple(series.recorded_names(slo)))
 

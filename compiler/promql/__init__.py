@@ -405,6 +405,16 @@ def _children(node: pp.Expr) -> list[pp.Expr]:
     return []
 
 
+def number_literals(text: str) -> tuple[float, ...]:
+    """The finite numbers an expression states, in source order, each once (``x > 16`` -> ``(16.0,)``)."""
+    found = [
+        float(node.val)
+        for node in _iter_nodes(_parse_cached(text))
+        if isinstance(node, pp.NumberLiteral) and math.isfinite(node.val)
+    ]
+    return tuple(dict.fromkeys(found))
+
+
 def _iter_nodes(node: pp.Expr) -> Iterator[pp.Expr]:
     """Pre-order traversal; used instead of ``pp.walk`` to guarantee order."""
     yield node

@@ -78,6 +78,7 @@ def read_scenarios(
         dict(alert_names),
         fleet,
         no_data.vanished is not None,
+        bool(r.data.get("assumes")),
     )
     by_default = {default_alert_name(alert_name, key): name for key, name in table.items()}
     context = _Context(sli, slice_, alert_name, frozenset(table.values()), by_default, normal, critical)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from compiler.model import SLI, SLO, AlertKey, Explains, ExplainsComponent, Mitigation, Range, Scenario, Team
 from compiler.model.naming import camel
+from compiler.source.conditions import read_conditions
 from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
 from compiler.source.fleet import read_fleet
 from compiler.source.objective import (
@@ -24,7 +25,7 @@ from compiler.source.sli import (
     read_unit,
 )
 from compiler.source.slice import check_sli_leaves_component_labels, read_slice
-from compiler.source.spec_types import SLOMitigation, SLOSpecExplainsComponent
+from compiler.source.spec_types import SLOMitigation, SLOSpecExplainsComponent, SLOSpecExplainsItem
 from compiler.source.staleness import check_staleness_bounds
 from compiler.source.vanished import check_vanished_slice
 
@@ -47,6 +48,7 @@ def build_slo(r: SpecReader) -> SLO | None:
     check_vanished_slice(r, slice_, None if no_data is None else no_data.vanished)
     check_wait_limits(r)
     unit = read_unit(r, sli) if r.readable("unit") else None
+    assumes, confirmed_by = read_conditions(r, slice_, sli) if slice_ is not None else ((), ())
     alert_names: tuple[tuple[AlertKey, str], ...] = ()
     if no_data is not None and r.readable("alert_names", *_ALERTS_READ):
         alert_names = read_alert_names(r, alert_name, objective, normal, critical, no_data)
@@ -76,10 +78,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         scenarios=scenarios,
         mode=data.get("mode", "live"),
         series_budget=data.get("series_budget"),
-        explains=tuple(
-            Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page"))
-            for item in data.get("explains", [])
-        ),
+        explains=_explains(data.get("explains", [])),
         source=r.doc.source or r.doc.path,
         position=r.doc.key_position(("sli",)),
         spec_hash=r.doc.content_hash[:16],
@@ -88,7 +87,13 @@ def build_slo(r: SpecReader) -> SLO | None:
         alert_names=alert_names,
         explains_component=_explains_component(data.get("explains_component")),
         fleet=fleet,
+        assumes=assumes,
+        confirmed_by=confirmed_by,
     )
+
+
+def _explains(raw: list[SLOSpecExplainsItem]) -> tuple[Explains, ...]:
+    return tuple(Explains(item["slo"], tuple(item["equal"]), item.get("severity", "page")) for item in raw)
 
 
 def _explains_component(raw: SLOSpecExplainsComponent | None) -> ExplainsComponent | None:

@@ -260,6 +260,27 @@ class SLOSpecExplainsItem(TypedDict, total=False):
     severity: NotRequired[Literal['page', 'ticket', 'any']]
 
 
+SLOSpecAssumesItem = TypedDict(
+    "SLOSpecAssumesItem",
+    {
+        "name": Required[str],
+        "expr": Required[str],
+        "component": NotRequired[str],
+        "why": Required[str],
+        "otherwise": Required[str],
+        "for": NotRequired[str],
+    },
+    total=False,
+)
+
+
+class SLOSpecConfirmedByItem(TypedDict, total=False):
+    name: Required[str]
+    expr: Required[str]
+    component: NotRequired[str]
+    why: Required[str]
+
+
 class SLOSpec(TypedDict, total=False):
     """One signal: who owns it, how it is sliced, its normal range, how long it may be out of range, what
     to do when it is, what it measures and, where it has an error budget, its objective.
@@ -288,6 +309,8 @@ class SLOSpec(TypedDict, total=False):
     explains_component: NotRequired[SLOSpecExplainsComponent]
     fleet: NotRequired[SLOSpecFleet]
     explains: NotRequired[list[SLOSpecExplainsItem]]
+    assumes: NotRequired[list[SLOSpecAssumesItem]]
+    confirmed_by: NotRequired[list[SLOSpecConfirmedByItem]]
     series_budget: NotRequired[int]
     labels: NotRequired[dict[str, str]]
     annotations: NotRequired[dict[str, str]]

@@ -69,15 +69,20 @@ def test_every_alert_carries_owner_labels_and_operator_annotations(path: Path) -
         extra = {"mitigation_steps"} if "automation" in alert["labels"] else set()
         assert set(alert["annotations"]) == REQUIRED_ANNOTATIONS | extra, alert["alert"]
         slo = alert["labels"]["slo"]
-        assert alert["annotations"]["runbook_url"].endswith(f"/{slo}.md#{alert['alert'].lower()}")
-        assert "{{ $value" in alert["annotations"]["description"] or alert["alert"].endswith("NoData")
+        # A broken assumption's ticket links to that assumption's own section; every other alert to its heading.
+        assumption = alert["labels"].get("assumption")
+        anchor = f"assumption-{assumption}" if assumption else alert["alert"].lower()
+        assert alert["annotations"]["runbook_url"].endswith(f"/{slo}.md#{anchor}")
+        assert "{{ $value" in alert["annotations"]["description"] or alert["alert"].endswith("NoData") or assumption
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=IDS)
 def test_every_recorded_series_is_labelled_with_its_slo_only(path: Path) -> None:
     for rule in load_rules(path):
         if "record" in rule and rule["record"] != "slo_info":
-            assert rule["labels"] == {"slo": rule["labels"]["slo"]}
+            # A condition's series also name their condition (two conditions of a spec record apart).
+            own = {"condition"} if rule["record"] in ("slo:condition:holds", "slo:assumption:held_1d") else set()
+            assert set(rule["labels"]) == {"slo"} | own
             assert rule["record"].startswith("slo:")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import jinja2
 
-from compiler.model import SLO, Channel, Model, Range, links
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Channel, Condition, Model, Range, links
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.plan.quality import Quality, figure_text, quality
 from compiler.promql import format_duration
@@ -76,6 +76,8 @@ def _threshold(slo: SLO, alert: AlertSpec) -> str:
     if alert.band is not None:
         side = "above" if alert.side == "Above" else "below"
         return f"{side} the {(alert.level or '').lower()} range ({describe_range(alert.band)})"
+    if alert.condition is not None:
+        return f"assumption {alert.condition.name} not held in the last {format_duration(ASSUMPTION_MEMORY_MS)}"
     return "no recorded series"
 
 
@@ -127,6 +129,10 @@ def _receivers(slo: SLO) -> list[dict[str, str]]:
     return found
 
 
+def _condition_view(condition: Condition) -> dict[str, str]:
+    return {"name": condition.name, "expr": condition.expr, "why": condition.why, "otherwise": condition.otherwise}
+
+
 def _spec_view(model: Model, spec: SpecPlan) -> dict[str, Any]:
     slo = spec.slo
     explained_by = sorted({other.name for other in model.slos for e in other.explains if e.slo == slo.name})
@@ -146,6 +152,8 @@ def _spec_view(model: Model, spec: SpecPlan) -> dict[str, Any]:
         "receivers": _receivers(slo),
         "inhibits": sorted({e.slo for e in slo.explains}),
         "inhibited_by": explained_by,
+        "assumes": [_condition_view(condition) for condition in slo.assumes],
+        "confirmed_by": [_condition_view(condition) for condition in slo.confirmed_by],
         "mitigation": slo.mitigation.summary,
         "escalation": slo.mitigation.escalation,
         "runbook_local": f"../../runbooks/{slo.name}.md",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from compiler.model import SLO, BurnAlert, Model, Range, queries, series, windows
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, BurnAlert, Model, Range, queries, series, windows
 from compiler.model import labels as lbl
 from compiler.model.links import rules_path, runbook_url
 from compiler.model.naming import Level
@@ -46,12 +46,12 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
     if not slo.counts_events:
         rules.append(_record(series.VALUE, queries.value(slo), slo))
-        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
+        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo), *condition_rules(slo)]
     total, bad = queries.total_and_bad(slo)
     rules.append(_record(series.TOTAL_5M, total, slo))
     rules.append(_record(series.BAD_5M, bad, slo))
     if slo.objective is None:
-        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
+        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo), *condition_rules(slo)]
     for tier in series.recorded_tiers(slo):
         bad_name, total_name = series.rate_names(tier)
         rules.append(_record(total_name, series.tier_rate(slo, tier, bad=False), slo))
@@ -69,7 +69,20 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
             slo,
         )
     )
-    return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo)]
+    return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo), *condition_rules(slo)]
+
+
+def condition_rules(slo: SLO) -> list[dict[str, Any]]:
+    """Per condition and slice, how many series hold it now; per assumption, whether it held within a day."""
+    rules: list[dict[str, Any]] = []
+    for condition in slo.page_conditions:
+        labels = {lbl.SLO: slo.name, lbl.CONDITION: condition.name}
+        holds = queries.condition_holds(slo, condition)
+        rules.append({"record": series.CONDITION_HOLDS, "expr": holds, "labels": dict(labels)})
+        if condition.kind == "assumes":
+            held = series.assumption_held(slo, condition)
+            rules.append({"record": series.ASSUMPTION_HELD, "expr": held, "labels": dict(labels)})
+    return rules
 
 
 def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
@@ -367,7 +380,41 @@ def _vanished_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     return AlertRule(alert, vanished_expr(slo, vanished.window_ms), annotations)
 
 
-_RULE_BUILDERS = {"burn": _burn_rule, "range": _range_rule, "no_data": _no_data_rule, "vanished": _vanished_rule}
+def _assumption_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
+    """A broken assumption: slices the spec sees where it has not held for a day, or nowhere a sign of it."""
+    condition = alert.condition
+    assert condition is not None
+    held = series.condition_selector(series.ASSUMPTION_HELD, slo, condition)
+    presence = series.recorded(series.presence_series(slo), slo)
+    on = f"on ({', '.join(slo.slice.by)})"
+    expr = f"(\n  {presence}\n  unless {on}\n  {held}\n)\nor\n(\n  absent({held})\n  unless on ()\n  {presence}\n)"
+    memory = format_duration(ASSUMPTION_MEMORY_MS)
+    summary = f"{slo.name}: assumption {condition.name} does not hold ({_slice_text(slo)}), so its pages are held back"
+    description = (
+        f"{_slice_text(slo)}: {slo.name} assumes {condition.name} ({_go_text(condition.expr)}), and it has not held "
+        f"at any time in the last {memory}. {_go_text(condition.why)} While it is broken this spec does not page; "
+        f"its tickets still fire. {_go_text(condition.otherwise)}"
+    )
+    annotations = _annotations(model, slo, alert.name, summary, description)
+    annotations["runbook_url"] = runbook_url(model, slo, f"assumption-{condition.name}")
+    annotations["mitigation"] = _go_text(condition.otherwise)
+    return AlertRule(alert, expr, annotations)
+
+
+_RULE_BUILDERS = {
+    "burn": _burn_rule,
+    "range": _range_rule,
+    "no_data": _no_data_rule,
+    "vanished": _vanished_rule,
+    "assumption": _assumption_rule,
+}
+
+
+def _with_gate(slo: SLO, rule: AlertRule) -> AlertRule:
+    """A page waits for the spec's assumptions and a confirmation (``series.gated``); nothing else does."""
+    if not rule.spec.gated or not slo.page_conditions:
+        return rule
+    return AlertRule(rule.spec, series.gated(slo, rule.expr, per_slice=rule.kind != "no_data"), rule.annotations)
 
 
 def _with_extra_annotations(rule: AlertRule) -> AlertRule:
@@ -380,7 +427,10 @@ def _with_extra_annotations(rule: AlertRule) -> AlertRule:
 
 def alert_rules(model: Model, spec: SpecPlan) -> list[AlertRule]:
     """The alerting rules of one spec, in the plan's order."""
-    return [_with_extra_annotations(_RULE_BUILDERS[alert.kind](model, spec.slo, alert)) for alert in spec.alerts]
+    return [
+        _with_extra_annotations(_with_gate(spec.slo, _RULE_BUILDERS[alert.kind](model, spec.slo, alert)))
+        for alert in spec.alerts
+    ]
 
 
 def rule_group(model: Model, spec: SpecPlan) -> dict[str, Any]:

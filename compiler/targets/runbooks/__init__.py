@@ -17,8 +17,8 @@ import re
 
 import jinja2
 
-from compiler.model import SLO, Automation, Model, Team, links, series, windows
-from compiler.model.naming import band_sides
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Automation, Model, Team, links, series, windows
+from compiler.model.naming import band_sides, spec_alert_names
 from compiler.plan import Plan, SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration, render_selector
@@ -103,6 +103,8 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "join_info": [render_selector(join.info.metric, join.info.matchers) for join in slo.slice.joins],
         "presence_series": series.recorded(series.presence_series(slo), slo),
         "see_also": [(item, _see_also_target(model, item)) for item in slo.see_also],
+        "assumption_memory": format_duration(ASSUMPTION_MEMORY_MS),
+        "assumption_alert": spec_alert_names(slo).get("assumption", ""),
     }
     return environment().get_template("runbook.md.j2").render(context)
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from compiler.model import (
+    ASSUMPTION_MEMORY_MS,
     SLO,
     BurnAlert,
     Range,
@@ -125,6 +126,22 @@ def _vanished_row(slo: SLO, common: dict[str, str]) -> Row:
     )
 
 
+def _assumption_row(rule: AlertSpec, common: dict[str, str]) -> Row:
+    """The threshold table's row of one broken assumption's ticket."""
+    assert rule.condition is not None
+    memory = format_duration(ASSUMPTION_MEMORY_MS)
+    return Row(
+        **common,
+        kind=f"assumption {rule.condition.name} broken",
+        long="—",
+        short="—",
+        factor="—",
+        ratio="—",
+        bound=f"not held at any time in the last {memory}",
+        why=rule.condition.why,
+    )
+
+
 def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
     rows = []
     for view in views:
@@ -160,6 +177,8 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
                 )
             elif rule.kind == "vanished":
                 rows.append(_vanished_row(slo, common))
+            elif rule.kind == "assumption":
+                rows.append(_assumption_row(rule, common))
             else:
                 rows.append(
                     Row(

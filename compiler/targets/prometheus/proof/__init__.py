@@ -51,6 +51,7 @@ from compiler.targets import TargetError
 from compiler.targets.prometheus.proof import (
     cases_baseline,
     cases_burn,
+    cases_conditions,
     cases_first_event,
     cases_fleet,
     cases_herd,
@@ -108,6 +109,7 @@ def groups(ctx: SpecContext) -> list[Group]:
     found.extend(cases_fleet.fleet_groups(ctx))
     for scenario in ctx.slo.scenarios:
         found.append(cases_scenario.scenario(ctx, scenario))
+    found.extend(cases_conditions.groups(ctx, found))
     return found
 
 

@@ -54,7 +54,9 @@ def calm(ctx: SpecContext) -> Group:
 def missing(ctx: SpecContext, rule: AlertRule) -> Group:
     """No input series at all: the no-data alert pends, fires after its wait, and nothing else does."""
     wait = minutes(rule.for_ms)
-    group = Group(f"{rule.name}: no input series at all, so it fires after {duration_text(wait)}", {}, None)
+    title = "no input series at all" if not ctx.slo.page_conditions else "no SLI input series (its conditions hold)"
+    group = Group(f"{rule.name}: {title}, so it fires after {duration_text(wait)}", {}, None)
+    group.extra_series = ctx.inputs.condition_series(wait)
     if (before := wait - STEP_MIN) > 0:  # pending the evaluation before it fires, when that is after the start
         expect(group, selector("ALERTS", {"alertname": rule.name}), before, [alerts_sample(rule, "pending", {})])
     firing_exactly(ctx, group, wait, [rule], None, {})

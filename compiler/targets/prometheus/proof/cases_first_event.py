@@ -44,7 +44,7 @@ def not_created_yet(ctx: SpecContext) -> Group:
         f"and nothing fires or pends for {duration_text(horizon)}",
         {},
         None,
-        extra_series=ctx.inputs.presence_series(TARGETS_UP, horizon),
+        extra_series=[*ctx.inputs.presence_series(TARGETS_UP, horizon), *ctx.inputs.condition_series(horizon)],
     )
     zero = f"count({series.recorded(series.VALUE, ctx.slo)} == 0)"
     expect(group, zero, horizon, [{"labels": "{}", "value": len(ctx.inputs.slices)}])
@@ -68,7 +68,7 @@ def targets_down(ctx: SpecContext, rule: AlertRule) -> Group:
         f"(targets down), so it fires after {duration_text(wait)}",
         {},
         None,
-        extra_series=ctx.inputs.presence_series(TARGETS_DOWN, wait),
+        extra_series=[*ctx.inputs.presence_series(TARGETS_DOWN, wait), *ctx.inputs.condition_series(wait)],
     )
     if (before := wait - STEP_MIN) > 0:
         expect(group, selector("ALERTS", {"alertname": rule.name}), before, [alerts_sample(rule, "pending", {})])

@@ -12,6 +12,7 @@ from typing import Any
 
 from compiler.model.windows import MINUTE
 from compiler.promql import Matcher, format_duration, quote, render_selector
+from compiler.targets.prometheus.proof.conditions import State
 from compiler.targets.prometheus.proof.inputs import Inputs
 from compiler.targets.prometheus.proof.timeline import Timeline
 from compiler.targets.prometheus.proof.timing import STEP_MIN
@@ -44,11 +45,12 @@ class Group:
     promql: list[dict[str, Any]] = field(default_factory=list)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     extra_series: list[dict[str, str]] = field(default_factory=list)  # input beyond the timelines
+    states: dict[str, State] = field(default_factory=dict)  # conditions not holding in this case, by name
 
     def to_test(self) -> dict[str, Any]:
         test: dict[str, Any] = {"name": self.name, "interval": INTERVAL}
         test["input_series"] = [
-            *(self.inputs.input_series(self.timelines) if self.inputs else []),
+            *(self.inputs.input_series(self.timelines, self.states) if self.inputs else []),
             *self.extra_series,
         ]
         if self.promql:

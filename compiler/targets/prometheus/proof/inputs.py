@@ -30,6 +30,8 @@ from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Sel
 from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
 from compiler.promql import Matcher, synth
 from compiler.promql import evaluate as minieval
+from compiler.targets.prometheus.proof import conditions
+from compiler.targets.prometheus.proof.conditions import ConditionSeries, State
 from compiler.targets.prometheus.proof.timeline import (
     SAMPLE_SECONDS,
     Timeline,
@@ -140,6 +142,7 @@ class Inputs:
             for label, value in self._slice_values[name].items():
                 taken.setdefault(label, set()).add(value)
         self._templates = {name: self._build(name, index) for index, name in enumerate(self.slices)}
+        self._conditions = {name: self._condition_series(name) for name in self.slices}
 
     def _calm_units(self) -> int:
         """Units in the calm slice: a few suffice to exist, unless a lower bound on the bad share puts its
@@ -192,9 +195,31 @@ class Inputs:
             for template, runs in self.per_run(timelines)
         ]
 
-    def per_run(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[tuple[float | None, int]]]]:
+    def per_run(
+        self, timelines: Mapping[str, Timeline], states: Mapping[str, State] | None = None
+    ) -> list[tuple[_Template, list[tuple[float | None, int]]]]:
         """``per_minute`` as runs of equal samples, (sample, minutes): a case holds its values for hours,
-        so inputs are computed and written once per run. Adjacent equal runs are merged."""
+        so inputs are computed and written once per run. Adjacent equal runs are merged.
+
+        Then the series of the spec's conditions, constant for as long as the slice's timeline, each
+        condition holding unless ``states`` says it is broken or absent."""
+        result = self._sli_runs(timelines)
+        for name in self.slices:
+            timeline = timelines.get(name)
+            if timeline is None:
+                continue
+            length = sum(count for _, count, _, _ in timeline.runs)
+            for condition_name, series in self._conditions[name]:
+                state = (states or {}).get(condition_name, "holds")
+                value = series.value(state)
+                if value is None:
+                    continue
+                sample = _fmt(value * SAMPLE_SECONDS) if series.counter else _fmt(value)
+                template = _Template(series.labels, series.counter, _constant(value), 0)
+                result.append((template, [(sample, length)]))
+        return result
+
+    def _sli_runs(self, timelines: Mapping[str, Timeline]) -> list[tuple[_Template, list[tuple[float | None, int]]]]:
         result = []
         for name in self.slices:
             timeline = timelines.get(name)
@@ -225,15 +250,43 @@ class Inputs:
         sample = slope_or_value * SAMPLE_SECONDS if template.counter else slope_or_value
         return _finite(template, sample)
 
-    def input_series(self, timelines: Mapping[str, Timeline]) -> list[dict[str, str]]:
+    def input_series(
+        self, timelines: Mapping[str, Timeline], states: Mapping[str, State] | None = None
+    ) -> list[dict[str, str]]:
         """promtool ``input_series`` for the given per-slice timelines (a missing slice has no series)."""
         return [
             {
                 "series": template.series_text,
                 "values": _render(template, samples),
             }
-            for template, samples in self.per_run(timelines)
+            for template, samples in self.per_run(timelines, states)
         ]
+
+    def condition_series(self, minutes: int, states: Mapping[str, State] | None = None) -> list[dict[str, str]]:
+        """promtool ``input_series`` of the conditions alone, every slice, ``minutes`` long (no SLI input)."""
+        timelines = {name: Timeline.constant(None, minutes) for name in self.slices}
+        return [
+            {"series": template.series_text, "values": _render(template, samples)}
+            for template, samples in self.per_run(timelines, states)
+            if any(sample is not None for sample, _ in samples)
+        ]
+
+    def _condition_series(self, slice_name: str) -> list[tuple[str, ConditionSeries]]:
+        """Each condition's series in one slice with the values that make it hold and break it."""
+        found: list[tuple[str, ConditionSeries]] = []
+        seen: set[str] = set()
+        for condition in self.slo.page_conditions:
+            labels, counters = self._expr_series(slice_name, 0, condition.expr)
+            try:
+                holds, broken = conditions.solve(condition, labels, counters)
+            except conditions.ConditionError as exc:
+                raise InputError(str(exc)) from exc
+            for series_labels, counter, up, down in zip(labels, counters, holds, broken, strict=True):
+                text = _series_text(series_labels)
+                if text not in seen:
+                    seen.add(text)
+                    found.append((condition.name, ConditionSeries(series_labels, counter, up, down)))
+        return found
 
     def presence_series(self, value: float, minutes: int) -> list[dict[str, str]]:
         """promtool ``input_series`` of the presence expression alone, held at ``value`` in every slice
