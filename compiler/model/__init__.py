@@ -193,6 +193,7 @@ class StalenessSLI(GaugeSLI):
     """
 
     timestamp: str = ""
+    busy: str | None = None  # ``while``: the unit has work to do; otherwise it reads 0 (idle, not stuck)
 
 
 SLI = RatioSLI | LatencySLI | StateSLI | GaugeSLI | QuantileSLI

@@ -405,6 +405,11 @@ def _children(node: pp.Expr) -> list[pp.Expr]:
     return []
 
 
+def calls_time(text: str) -> bool:
+    """Whether the expression reads ``time()``."""
+    return any(isinstance(node, pp.Call) and node.func.name == "time" for node in _iter_nodes(_parse_cached(text)))
+
+
 def number_literals(text: str) -> tuple[float, ...]:
     """The finite numbers an expression states, in source order, each once (``x > 16`` -> ``(16.0,)``)."""
     found = [

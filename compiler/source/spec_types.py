@@ -87,13 +87,15 @@ class SLOSliQuantile(TypedDict, total=False):
     buckets_override: NotRequired[bool]
 
 
-class SLOSliStaleness(TypedDict, total=False):
-    """Seconds since a timestamp gauge last advanced (time() - the gauge, e.g.
-    kubelet_pleg_last_seen_seconds), judged against normal_range.max in seconds; a gauge that stops
-    advancing breaches it, one that goes absent is no data.
-    """
-    timestamp: Required[str]
-    aggregate: NotRequired[Literal['max', 'min', 'avg']]
+SLOSliStaleness = TypedDict(
+    "SLOSliStaleness",
+    {
+        "timestamp": Required[str],
+        "while": NotRequired[str],
+        "aggregate": NotRequired[Literal['max', 'min', 'avg']],
+    },
+    total=False,
+)
 
 
 class SLOSli(TypedDict, total=False):

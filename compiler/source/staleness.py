@@ -23,12 +23,22 @@ RANGE_SECTIONS = ("normal_range", "critical_range")
 
 
 def read_staleness(r: SpecReader, slice_: Slice, body: Mapping[str, Any]) -> StalenessSLI | None:
-    """The staleness SLI over one timestamp gauge selector, the slice selector added."""
+    """The staleness SLI over one timestamp gauge selector, the slice selector added.
+
+    With ``while``, a unit is judged only while it has work to do: otherwise it reads 0 (idle,
+    not stuck), matched on the slice labels and the fleet's units.
+    """
     selectors = r.selectors((*BASE, "timestamp"), slice_.matchers)
     if not selectors:
         return None
     timestamp = render_selector(selectors[0].metric, selectors[0].matchers)
-    return StalenessSLI(f"time() - {timestamp}", body.get("aggregate", "max"), None, timestamp)
+    if "while" not in body:
+        return StalenessSLI(f"time() - {timestamp}", body.get("aggregate", "max"), None, timestamp)
+    busy = r.expression((*BASE, "while"), slice_.matchers, slice_.source_labels)
+    units = r.data.get("fleet", {}).get("units", []) if isinstance(r.data.get("fleet"), Mapping) else []
+    on = ", ".join(dict.fromkeys([*slice_.by, *(str(unit) for unit in units)]))
+    expr = f"(time() - {timestamp} and on ({on}) ({busy})) or on ({on}) 0 * {timestamp}"
+    return StalenessSLI(expr, body.get("aggregate", "max"), None, timestamp, busy)
 
 
 def check_staleness_bounds(r: SpecReader, sli: SLI | None) -> None:

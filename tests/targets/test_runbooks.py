@@ -249,7 +249,7 @@ def test_burn_thresholds_table_lists_every_window_pair() -> None:
     first_pair = ["NodeReadinessErrorBudgetBurn", "ticket", "error budget burn", "1h", "5m", "14.4x", "7.2%", "—"]
     assert rows[1][:8] == first_pair
     assert rows[-2][:3] == ["NodeReadinessNoData", "ticket", "no data"]
-    assert rows[-1][:4] == ["NodeReadinessSliceVanished", "page", "slice vanished", "1h"]
+    assert rows[-1][:4] == ["NodeReadinessSliceVanished", "ticket", "slice vanished", "1h"]
 
 
 def test_automation_is_named_with_its_description() -> None:

@@ -1,7 +1,8 @@
 """kube-proxy on every node: its target and the sync series the library reads.
 
 Verified in kubernetes/kubernetes pkg/proxy/metrics/metrics.go: ``kubeproxy_sync_proxy_rules_last_timestamp_seconds``
-(a gauge set after each successful sync) and ``kubeproxy_network_programming_duration_seconds``
+(a gauge set after each successful sync), ``kubeproxy_sync_proxy_rules_{endpoint,service}_changes_pending``
+(plain gauges of the changes not yet synced, reset by each sync) and ``kubeproxy_network_programming_duration_seconds``
 (a plain histogram without labels, so all its 83 buckets exist from start-up at 0; the edges
 are ``compiler.model.buckets``' catalogue, which both stacks keep: no relabeling touches
 kube-proxy). ``kubeproxy_sync_proxy_rules_duration_seconds`` is exported too, but no spec
@@ -60,9 +61,13 @@ def _kube_proxy(world: World, node: Node, stack: StackView) -> list[Series]:
         return float(max(i * STEP_S - (jitter + 7 * i) % 29, 0)) if scraped(i) else None
 
     changes: Callable[[int], float | None] = lambda i: 0.4 if scraped(i) else None  # noqa: E731
+    pending: Callable[[int], float | None] = lambda i: 0.0 if scraped(i) else None  # noqa: E731
     out = [
         series("up", base, _up(world, node)),
         series("kubeproxy_sync_proxy_rules_last_timestamp_seconds", base, gauge(synced, count)),
+        # Changes wait at most minSyncPeriod (1 s) on a working proxy: a scrape reads 0 pending.
+        series("kubeproxy_sync_proxy_rules_endpoint_changes_pending", base, gauge(pending, count)),
+        series("kubeproxy_sync_proxy_rules_service_changes_pending", base, gauge(pending, count)),
     ]
     out += shapes.histogram(
         "kubeproxy_network_programming_duration_seconds",

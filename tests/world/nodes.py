@@ -150,6 +150,9 @@ def kube_state_metrics(world: World, cluster: Cluster, stack: StackView) -> list
     return out
 
 
+NODE_CREATED_AT = -86_400.0  # every node of the fleet joined a day before the data set starts (time() is 0 there)
+
+
 def _ready_status(world: World, node: Node, i: int) -> str:
     minute = minute_of(i)
     if world.node_fault(node, "down", minute):
@@ -186,6 +189,7 @@ def _node_object(world: World, node: Node, base: dict[str, str]) -> list[Series]
             out.append(series("kube_node_status_condition", labels, healthy))
     present = gauge(_unless_gone(world, node, 1.0), count)
     out.append(series("kube_node_spec_unschedulable", base, gauge(_unless_gone(world, node, 0.0), count)))
+    out.append(series("kube_node_created", base, gauge(_unless_gone(world, node, NODE_CREATED_AT), count)))
     out.append(series("kube_node_info", {**base, "internal_ip": node.ip, "kubelet_version": "v1.30.4"}, present))
     labels = {**base, "label_node_pool": node.pool, "label_topology_kubernetes_io_zone": node.zone}
     out.append(series("kube_node_labels", labels, present))

@@ -97,7 +97,11 @@ def groups(ctx: SpecContext) -> list[Group]:
             if cases_storm.applies(rule):
                 found.extend(cases_storm.groups(ctx, rule))
             if cases_staleness.applies(ctx, rule):
-                found.append(cases_staleness.frozen(ctx, rule))
+                frozen = cases_staleness.frozen(ctx, rule)
+                found.append(frozen)
+                idle = cases_staleness.idle(ctx, rule, frozen)
+                if idle is not None:
+                    found.append(idle)
         elif rule.kind == "no_data":
             found.append(cases_baseline.missing(ctx, rule))
             if cases_first_event.applies(ctx):

@@ -32,6 +32,8 @@ def groups(ctx: SpecContext, found: Sequence[Group]) -> list[Group]:
     result = []
     for condition in ctx.slo.page_conditions:
         for state, words in _STATES:
+            if state == "broken" and not ctx.inputs.breakable(condition.name):
+                continue  # only its series' absence breaks it: the absent cases show that
             if shown is not None:
                 result.append(_held_back(ctx, shown, condition, state, words, pages))
             if condition.kind == "assumes":

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 
-from compiler.model import StalenessSLI
+from compiler.model import StalenessSLI, series
 from compiler.model.windows import MINUTE, SECOND, minutes
 from compiler.targets.prometheus import AlertRule
-from compiler.targets.prometheus.proof.asserts import firing_exactly, states_at
+from compiler.targets.prometheus.proof.asserts import expect, firing_exactly, nothing_until, states_at
 from compiler.targets.prometheus.proof.context import SpecContext
 from compiler.targets.prometheus.proof.group import Group, duration_text
+from compiler.targets.prometheus.proof.inputs import BUSY
 from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, Timeline
 from compiler.text.numbers import go_float
 
@@ -50,4 +51,22 @@ def frozen(ctx: SpecContext, rule: AlertRule) -> Group:
         states_at(ctx, group, first_above, [rule], ["pending"])
         states_at(ctx, group, fires - 1, [rule], ["pending"])
     firing_exactly(ctx, group, fires, [rule], ages[fires], ctx.slice_a)
+    return group
+
+
+def idle(ctx: SpecContext, rule: AlertRule, frozen_case: Group) -> Group | None:
+    """With ``while``: the same frozen timestamp on a unit with nothing to do reads 0, and nothing fires."""
+    sli = ctx.slo.sli
+    if not isinstance(sli, StalenessSLI) or not sli.busy:
+        return None
+    horizon = max(check["eval_time_m"] for check in frozen_case.alerts)
+    group = Group(
+        f"{rule.name}: the timestamp stops advancing at {duration_text(FROZEN_AT_MIN)} but {sli.busy} does not "
+        f"hold (nothing to do), so the age reads 0 and nothing fires for {duration_text(horizon)}",
+        frozen_case.timelines,
+        ctx.inputs,
+        states={BUSY: "broken"},
+    )
+    expect(group, f"{series.recorded(series.VALUE, ctx.slo)} > 0", horizon, [])
+    nothing_until(group, horizon, {"slo": ctx.slo.name})
     return group

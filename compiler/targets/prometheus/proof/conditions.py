@@ -36,7 +36,7 @@ class ConditionSeries:
     labels: dict[str, str]
     counter: bool
     holds: float
-    broken: float
+    broken: float | None  # None: only its absence breaks the condition (``count(x) > 0``)
 
     def value(self, state: State) -> float | None:
         return None if state == "absent" else self.holds if state == "holds" else self.broken
@@ -57,10 +57,18 @@ def _assignments(count: int, values: Sequence[float]) -> Iterator[tuple[float, .
     return itertools.islice(itertools.product(values, repeat=count), MAX_ASSIGNMENTS)
 
 
+def _what(condition: Condition) -> str:
+    """How a message names the condition: a staleness SLI's ``while`` (no ``why``) by its field."""
+    if condition.name == "while" and not condition.why:
+        return "sli.staleness.while"
+    return f"{condition.kind} '{condition.name}'"
+
+
 def solve(
     condition: Condition, labels: Sequence[dict[str, str]], counters: Sequence[bool]
-) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(values where it holds, values where it is broken) for the series ``labels`` of one slice."""
+) -> tuple[tuple[float, ...], tuple[float, ...] | None]:
+    """(values where it holds, values where it is broken) for the series ``labels`` of one slice; None for
+    the second when no value breaks it, only the series' absence (a condition on their existence)."""
     values = _candidates(condition.expr)
     holds: tuple[float, ...] | None = None
     broken: tuple[float, ...] | None = None
@@ -73,7 +81,7 @@ def solve(
             result = minieval.evaluate(condition.expr, series)
         except minieval.Unsupported as exc:
             raise ConditionError(
-                f"cannot derive test inputs for {condition.kind} '{condition.name}': {exc}; the generated tests "
+                f"cannot derive test inputs for {_what(condition)}: {exc}; the generated tests "
                 "compute the condition for their inputs, so write it without that construct"
             ) from exc
         present = bool(result) if isinstance(result, list) else result == result  # a scalar always "holds"
@@ -83,10 +91,11 @@ def solve(
             broken = assignment
         if holds is not None and broken is not None:
             return holds, broken
-    missing = "hold" if holds is None else "not hold"
+    if holds is not None:
+        return holds, None
     raise ConditionError(
-        f"cannot derive test inputs for {condition.kind} '{condition.name}': no values of its series make it "
-        f"{missing} (tried each at {', '.join(go_float(v) for v in values)}); the generated tests must "
+        f"cannot derive test inputs for {_what(condition)}: no values of its series make it "
+        f"hold (tried each at {', '.join(go_float(v) for v in values)}); the generated tests must "
         "show the pages with the condition holding and broken, so write it as a comparison of its series "
         "(e.g. 'max by (cluster) (x) > 0')"
     )

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from compiler import promql
-from compiler.model import SLO, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StalenessSLI, StateSLI
+from compiler.model import SLO, Condition, GaugeSLI, LatencySLI, QuantileSLI, RatioSLI, Selector, StalenessSLI, StateSLI
 from compiler.model.windows import MINUTE, RAW_RANGE_MS, SECOND, minutes
 from compiler.promql import Matcher, synth
 from compiler.promql import evaluate as minieval
@@ -50,6 +50,8 @@ SLICE_NAMES = ("a", "b")
 UNIT_LABEL_CANDIDATES = ("node", "instance", "pod", "unit")
 FIRST_RATE_MINUTE = 1  # rate() needs two samples: inputs from minute 0 give a first value at minute 1
 TOTAL_LABEL_VARIANTS = 4  # label sets tried for a total series that must not also be an event series
+BUSY = "while"  # the state key of a staleness SLI's ``while`` series in a case's condition states
+TIME_HORIZON_SECONDS = 1e7  # later than any generated test ends: an expression of time() must read the same then
 HELD_INPUT_VALUES = (1.0, 0.0, 2.0)  # values tried, in order, for the inputs a driven expression holds still
 LINEAR_TOLERANCE = 1e-9  # float noise allowed when checking that an expression is proportional to its driver
 
@@ -271,17 +273,32 @@ class Inputs:
             if any(sample is not None for sample, _ in samples)
         ]
 
+    def breakable(self, name: str) -> bool:
+        """Whether some value of a condition's series breaks it (not only their absence)."""
+        return any(
+            series.broken is not None for found in self._conditions.values() for key, series in found if key == name
+        )
+
+    @property
+    def held_conditions(self) -> tuple[Condition, ...]:
+        """The conditions whose series the tests hold constant: the spec's, and a staleness SLI's ``while``
+        (named ``BUSY``: a case breaks it to show an idle unit reads 0)."""
+        busy = self.sli.busy if isinstance(self.sli, StalenessSLI) else None
+        extra = (Condition("confirmed_by", BUSY, busy, ""),) if busy else ()
+        return (*self.slo.page_conditions, *extra)
+
     def _condition_series(self, slice_name: str) -> list[tuple[str, ConditionSeries]]:
         """Each condition's series in one slice with the values that make it hold and break it."""
         found: list[tuple[str, ConditionSeries]] = []
         seen: set[str] = set()
-        for condition in self.slo.page_conditions:
+        for condition in self.held_conditions:
             labels, counters = self._expr_series(slice_name, 0, condition.expr)
             try:
                 holds, broken = conditions.solve(condition, labels, counters)
             except conditions.ConditionError as exc:
                 raise InputError(str(exc)) from exc
-            for series_labels, counter, up, down in zip(labels, counters, holds, broken, strict=True):
+            downs: Sequence[float | None] = broken if broken is not None else [None] * len(labels)
+            for series_labels, counter, up, down in zip(labels, counters, holds, downs, strict=True):
                 text = _series_text(series_labels)
                 if text not in seen:
                     seen.add(text)
@@ -631,12 +648,9 @@ class Inputs:
     ) -> Callable[[Sequence[float]], float | None]:
         """The expression's steady-state value for given input values (None unless one series)."""
 
-        def value_of(values: Sequence[float]) -> float | None:
-            series = [
-                minieval.Series(lab, val, counter) for lab, val, counter in zip(labels, values, counters, strict=True)
-            ]
+        def at(series: list[minieval.Series], now: float | None) -> float | None:
             try:
-                result = minieval.evaluate(expr, series)
+                result = minieval.evaluate(expr, series, now=now)
             except minieval.Unsupported as exc:
                 raise InputError(
                     f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
@@ -649,6 +663,17 @@ class Inputs:
                 return None
             return result[0][1]
 
+        def value_of(values: Sequence[float]) -> float | None:
+            series = [
+                minieval.Series(lab, val, counter) for lab, val, counter in zip(labels, values, counters, strict=True)
+            ]
+            if not promql.calls_time(expr):
+                return at(series, None)
+            # time() is 0 at the first evaluation; inputs whose value moves with the clock cannot be
+            # held constant, so only values that stay the same a long test later are usable.
+            first = at(series, 0.0)
+            return first if first == at(series, TIME_HORIZON_SECONDS) else None
+
         return value_of
 
     def _solve(self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool) -> Drive:
@@ -656,10 +681,12 @@ class Inputs:
         share such as ``hits / (hits + misses)``, one input at the share and another at the rest),
         the others held at 0, 1 or 2."""
         value_of = self._value_of(expr, labels, counters)
-        for drive in _candidate_drives(len(labels), state):
-            fitted = drive.fit(value_of, state)
-            if fitted is not None:
-                return fitted.within_counters(counters)
+        extended = _held_values(expr)
+        for held in (HELD_INPUT_VALUES, extended) if extended != HELD_INPUT_VALUES else (HELD_INPUT_VALUES,):
+            for drive in _candidate_drives(len(labels), state, held):
+                fitted = drive.fit(value_of, state)
+                if fitted is not None:
+                    return fitted.within_counters(counters)
         raise InputError(_underivable(expr, labels, state))
 
     def _driven(self, slice_name: str, expr: str, state: bool) -> list[_Template]:
@@ -693,7 +720,6 @@ class Inputs:
         labels = self._labels_for(Selector(name, matchers), self._fixed(slice_name, 0), "the timestamp gauge")
         self.drive = Drive(0, None, (), 1.0, 0.0, math.inf)
         return [_Template(labels, False, _scaled(1.0), 0, clock=True), *self._info_series(slice_name, 0)]
-
 
 @dataclass(frozen=True)
 class Drive:
@@ -749,6 +775,9 @@ class Drive:
                 return None
         if self.partner is not None and at(0.0) != 0.0:
             return None
+        zero = at(0.0)  # proportional down to 0 too: a guard such as (x == bool 0) * ... can jump there
+        if zero is not None and math.isfinite(zero) and zero != 0.0:
+            return None
         return self._reach(1.0 / one, one)
 
     def _reach(self, scale: float, one: float) -> Drive:
@@ -765,7 +794,20 @@ class Drive:
         return Drive(self.driver, self.partner, self.held, self.scale, low, high)
 
 
-def _candidate_drives(count: int, state: bool) -> Iterator[Drive]:
+def _held_values(expr: str) -> tuple[float, ...]:
+    """The values held inputs are tried at when 1, 0 and 2 do not fit: each number the expression states,
+    twice it and one more (a guard such as ``maxerror >= bool 16``), and for an expression that reads
+    ``time()`` (0 at the tests' first evaluation) timestamps twice and once that far in the past, so an age
+    such as ``time() - kube_node_created > 900`` holds from the first minute."""
+    literals = [literal for literal in promql.number_literals(expr) if literal > 0]
+    stated = [clean_number(literal * factor) for literal in literals for factor in (1, 2)]
+    stated += [clean_number(literal + 1) for literal in literals]
+    clock = promql.calls_time(expr)
+    past = [-clean_number(literal * factor) for literal in literals for factor in (2, 1)] if clock else []
+    return tuple(dict.fromkeys((*HELD_INPUT_VALUES, *stated, *past)))
+
+
+def _candidate_drives(count: int, state: bool, held: Sequence[float] = HELD_INPUT_VALUES) -> Iterator[Drive]:
     """Every way of driving the inputs, simplest first: one input scaled, then a share of two
     (``hits / (hits + misses)``) or the rest of one (``(total - errors) / total``)."""
     pairs: list[tuple[int | None, int | None]] = [(driver, None) for driver in range(count)]
@@ -774,7 +816,7 @@ def _candidate_drives(count: int, state: bool) -> Iterator[Drive]:
         pairs += [(None, partner) for partner in range(count)]
     for driver, partner in pairs:
         others = [i for i in range(count) if i not in (driver, partner)]
-        for constants in itertools.product(HELD_INPUT_VALUES, repeat=len(others)):
+        for constants in itertools.product(held, repeat=len(others)):
             yield Drive(driver, partner, tuple(zip(others, constants, strict=True)))
 
 
