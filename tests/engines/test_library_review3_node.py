@@ -57,3 +57,53 @@ def test_arp_entries_are_judged_against_the_nodes_own_gc_thresh3(
         ],
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- client-request-errors: one client's broken path is a ticket naming it ---------------------
+
+
+def _client(job: str, instance: str, ok_per_minute: float, failed_per_minute: float) -> list[dict[str, str]]:
+    labels = f'cluster="c1",job="{job}",instance="{instance}",host="api.c1.internal:6443",method="GET"'
+    return [
+        {"series": f'rest_client_requests_total{{{labels},code="200"}}', "values": f"0+{ok_per_minute}x40"},
+        {"series": f'rest_client_requests_total{{{labels},code="<error>"}}', "values": f"0+{failed_per_minute}x40"},
+    ]
+
+
+def test_one_kubelet_with_a_broken_path_is_a_ticket_naming_it(tmp_path: Path) -> None:
+    """30% of one kubelet's 18 requests a minute fail: diluted in the job, a ticket for its instance."""
+    series = _client("kubelet", "10.1.0.7:10250", 12.6, 5.4)
+    for n in range(20, 40):  # 20 healthy kubelets: the job's share is 1.5%, each of them 0%
+        series += _client("kubelet", f"10.1.0.{n}:10250", 18, 0)[:1]
+    result = promtool_test(
+        tmp_path,
+        "client-request-errors.rules.yaml",
+        [
+            {
+                "interval": "1m",
+                "input_series": series,
+                "promql_expr_test": [
+                    firing("KubeClientRequestErrorsUnitAboveCriticalRange", "25m", 1, instance="10.1.0.7:10250"),
+                    firing("KubeClientRequestErrorsUnitAboveCriticalRange", "25m", 1),
+                    firing("KubeClientRequestErrorsAboveCriticalRange", "35m", 0),  # one instance never pages
+                ],
+            }
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_quiet_client_under_the_traffic_floor_is_not_judged_per_instance(tmp_path: Path) -> None:
+    """A kube-proxy making 0.6 requests a minute, a third failing: under 0.05/s, no per-instance ticket."""
+    result = promtool_test(
+        tmp_path,
+        "client-request-errors.rules.yaml",
+        [
+            {
+                "interval": "1m",
+                "input_series": _client("kube-proxy", "10.1.0.7:10249", 0.4, 0.2),
+                "promql_expr_test": [firing("KubeClientRequestErrorsUnitAboveCriticalRange", "35m", 0)],
+            }
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
