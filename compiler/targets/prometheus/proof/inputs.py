@@ -134,7 +134,8 @@ class Inputs:
         # A state expression that aggregates to one series per slice has a single unit per slice.
         self.units = STATE_UNITS if many else 1
         self.calm_units = self._calm_units() if many else 1
-        self.onset, self.settle = self._timing()
+        onset, self.settle = self._timing()
+        self.onset = max(onset, *(_first_minute(c.expr) for c in slo.page_conditions)) if slo.page_conditions else onset
         self.drive: Drive | None = None  # how a gauge or state expression is driven, once solved
         self._slice_values: dict[str, dict[str, str]] = {}
         taken: dict[str, set[str]] = {}
@@ -792,6 +793,15 @@ class Drive:
             return self
         low, high = (max(self.low, 0.0), self.high) if self.scale > 0 else (self.low, min(self.high, 0.0))
         return Drive(self.driver, self.partner, self.held, self.scale, low, high)
+
+
+def _first_minute(expr: str) -> int:
+    """The first minute an expression over inputs from minute 0 has a value: its offsets, and one more for
+    ``rate()`` and its kin, which need two samples. A page gated on a condition waits for it as long."""
+    ranges = promql.analyse(expr).ranges_ms
+    calls = promql.range_calls(expr)
+    two = bool(ranges) and len(calls) == len(ranges) and all(f in promql.TWO_SAMPLE_FUNCTIONS for f, _ in calls)
+    return minutes(promql.offsets_ms(expr)) + (FIRST_RATE_MINUTE if two else 0)
 
 
 def _held_values(expr: str) -> tuple[float, ...]:
