@@ -82,4 +82,5 @@ DESCRIPTION = "description"
 RUNBOOK_URL = "runbook_url"
 MITIGATION = "mitigation"
 MITIGATION_STEPS = "mitigation_steps"
-COMPILER_ANNOTATIONS = frozenset({SUMMARY, DESCRIPTION, RUNBOOK_URL, MITIGATION, MITIGATION_STEPS})
+HOLDS_BACK = "holds_back"  # on an alert whose spec explains others: what Alertmanager holds back while it fires
+COMPILER_ANNOTATIONS = frozenset({SUMMARY, DESCRIPTION, RUNBOOK_URL, MITIGATION, MITIGATION_STEPS, HOLDS_BACK})

@@ -509,7 +509,9 @@ def test_the_project_cannot_override_the_compilers_labels(tmp_path: Path, monkey
     assert found.startswith(f"{where}: cannot override the compiler's label 'team'")
 
 
-@pytest.mark.parametrize("annotation", ["summary", "description", "runbook_url", "mitigation", "mitigation_steps"])
+@pytest.mark.parametrize(
+    "annotation", ["summary", "description", "runbook_url", "mitigation", "mitigation_steps", "holds_back"]
+)
 def test_the_compilers_annotations_cannot_be_overridden(
     annotation: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

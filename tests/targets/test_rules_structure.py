@@ -67,6 +67,10 @@ def test_every_alert_carries_owner_labels_and_operator_annotations(path: Path) -
         assert set(alert["labels"]) >= REQUIRED_LABELS, alert["alert"]
         assert alert["labels"]["severity"] in {"page", "ticket", "info"}
         extra = {"mitigation_steps"} if "automation" in alert["labels"] else set()
+        if "holds_back" in alert["annotations"]:  # a spec that explains others: what it holds back, with runbooks
+            extra.add("holds_back")
+            assert alert["annotations"]["holds_back"].startswith("While this fires, Alertmanager holds back")
+            assert ".md" in alert["annotations"]["holds_back"] and "shadow" not in alert["labels"], alert["alert"]
         assert set(alert["annotations"]) == REQUIRED_ANNOTATIONS | extra, alert["alert"]
         slo = alert["labels"]["slo"]
         # A broken assumption's ticket links to that assumption's own section; every other alert to its heading.

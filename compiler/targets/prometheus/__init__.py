@@ -417,6 +417,32 @@ def _with_gate(slo: SLO, rule: AlertRule) -> AlertRule:
     return AlertRule(rule.spec, series.gated(slo, rule.expr, per_slice=rule.kind != "no_data"), rule.annotations)
 
 
+def holds_back(model: Model, slo: SLO, severity: str) -> str | None:
+    """What Alertmanager holds back while an alert of ``slo`` with channel ``severity`` fires, with links.
+
+    One entry per ``explains`` entry (``explains_component`` is expanded into them) whose source
+    can be this alert: the explained spec, the labels it must share, and its runbook, so the one
+    page of an incident names the pages it holds back. A shadow spec holds back nothing.
+    """
+    if slo.mode != "live":
+        return None
+    entries = [
+        f"{explains.slo} (same {', '.join(explains.equal)}): {model.project.runbook_base_url}/{explains.slo}.md"
+        for explains in slo.explains
+        if explains.severity in ("any", severity)
+    ]
+    if not entries:
+        return None
+    return _go_text("While this fires, Alertmanager holds back the alerts of " + "; ".join(entries))
+
+
+def _with_holds_back(model: Model, slo: SLO, rule: AlertRule) -> AlertRule:
+    text = holds_back(model, slo, rule.spec.severity)
+    if text is None:
+        return rule
+    return AlertRule(rule.spec, rule.expr, {**rule.annotations, lbl.HOLDS_BACK: text})
+
+
 def _with_extra_annotations(rule: AlertRule) -> AlertRule:
     """The team's extra annotations after the compiler's own, as literal text (never a template action)."""
     if not rule.spec.annotations:
@@ -428,7 +454,9 @@ def _with_extra_annotations(rule: AlertRule) -> AlertRule:
 def alert_rules(model: Model, spec: SpecPlan) -> list[AlertRule]:
     """The alerting rules of one spec, in the plan's order."""
     return [
-        _with_extra_annotations(_with_gate(spec.slo, _RULE_BUILDERS[alert.kind](model, spec.slo, alert)))
+        _with_extra_annotations(
+            _with_holds_back(model, spec.slo, _with_gate(spec.slo, _RULE_BUILDERS[alert.kind](model, spec.slo, alert)))
+        )
         for alert in spec.alerts
     ]
 
