@@ -107,6 +107,36 @@ unit: per_second
 normal_range: {max: 0.01}
 persistence: {for: 15m}
 """,
+    "kubelet-targets": """\
+slice: {by: [cluster], component: kubelet}
+sli:
+  gauge:
+    expr: 'avg by (cluster) (up)'
+    aggregate: avg
+unit: ratio
+normal_range: {min: 0.5}
+critical_range: {min: 0.01}
+persistence: {for: 15m}
+assumes:
+  - name: metrics-reachable
+    expr: 'max by (cluster) (scrape_samples_scraped) > 0'
+    why: The chart may scrape an address the component does not serve metrics on.
+    otherwise: Fix the bind address.
+  - name: self-managed
+    expr: 'count by (cluster) (kube_pod_info{namespace="kube-system", pod=~"coredns-.+"}) > 0'
+    component: kube-state-metrics
+    why: Only a self-managed cluster runs CoreDNS as its own pods.
+    otherwise: Remove this spec on a managed cluster.
+confirmed_by:
+  - name: pods-unavailable
+    expr: 'max by (cluster) (kube_deployment_status_replicas_unavailable{deployment="coredns"}) > 0'
+    component: kube-state-metrics
+    why: A scrape failure alone is not an outage.
+  - name: lease-stale
+    expr: 'max by (cluster) (kube_lease_owner{lease="coredns"}) > 0'
+    component: kube-state-metrics
+    why: Never exported here.
+""",
     "apiserver-errors": """\
 slice: {by: [cluster], component: apiserver}
 sli:
@@ -178,6 +208,11 @@ def preflight_data(start: int, end: int) -> str:
             labels = {"job": "coredns", "cluster": "west", "instance": f"10.0.0.{instance}:9153", "rcode": rcode}
             om.counter("coredns_dns_responses_total", labels, rate)
         om.gauge("up", {"job": "coredns", "cluster": "west", "instance": f"10.0.0.{instance}:9153"}, 1)
+        om.gauge(
+            "scrape_samples_scraped", {"job": "coredns", "cluster": "west", "instance": f"10.0.0.{instance}:9153"}, 800
+        )
+    ksm = {"job": "kube-state-metrics", "cluster": "west", "namespace": "kube-system"}
+    om.gauge("kube_deployment_status_replicas_unavailable", {**ksm, "deployment": "coredns"}, 0)
     om.gauge("up", {"job": "apiserver", "cluster": "west", "instance": "10.0.1.1:6443"}, 1)
     for edge in KPS_APISERVER_EDGES:  # 0.2 dropped by the chart's metricRelabelings
         labels = {"job": "apiserver", "cluster": "west", "verb": "POST", "le": edge}
@@ -198,6 +233,7 @@ def preflight_data(start: int, end: int) -> str:
     for node, pools in (("n1", ("a",)), ("n2", ("a", "b"))):  # n2 relabelled mid-scrape: two pools
         kubelet = {"job": "kubelet", "cluster": "west", "node": node, "instance": f"{node}:10250"}
         om.gauge("up", kubelet, 1)
+        om.gauge("scrape_samples_scraped", kubelet, 2400)
         om.counter("kubelet_runtime_operations_total", kubelet, 5.0)
         om.counter("kubelet_runtime_operations_errors_total", kubelet, 0.001)
         for pool in pools:

@@ -103,6 +103,23 @@ def test_measured_slices_and_what_would_fire_now(report: dict[str, Any]) -> None
     assert report["apiserver-errors"]["problems"] == 0
 
 
+def test_each_assumption_holds_or_is_broken_and_each_confirmation_can_fire(report: dict[str, Any]) -> None:
+    """Preflight tells an assumption that holds from one that is broken (with the series that decide it), and a
+    confirmation whose series exist from one whose absence means its pages can never fire."""
+    (reachable,) = findings(report, "kubelet-targets", "assumption", "ok")
+    assert reachable["subject"] == "metrics-reachable"
+    assert reachable["message"].startswith("holds for 1 slice(s) (cluster=west); decided by ")
+    assert reachable["detail"]["series"] == {'scrape_samples_scraped{job="kubelet"}': 2}
+    (managed,) = findings(report, "kubelet-targets", "assumption", "problem")
+    assert managed["subject"] == "self-managed"
+    assert managed["message"].startswith("broken: ")
+    assert "this spec's pages stay silent here" in managed["message"] and "Remove this spec" in managed["message"]
+    (unavailable,) = findings(report, "kubelet-targets", "confirmation", "ok")
+    assert unavailable["subject"] == "pods-unavailable" and "confirms no page now" in unavailable["message"]
+    (never,) = findings(report, "kubelet-targets", "confirmation", "problem")
+    assert never["subject"] == "lease-stale" and "can never fire" in never["message"]
+
+
 def test_a_spec_that_sees_its_data_exits_0_with_a_table(
     server: str, tree: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
