@@ -14,6 +14,7 @@ import pytest
 from compiler.model import series
 from compiler.pipeline import compile_specs
 from compiler.plan import plan
+from compiler.targets import catalog, runbooks
 from compiler.targets.prometheus import alert_rules, recording_rules
 from tests.conftest import RunCli
 from tests.unit.source.test_errors import SLO, message_at, validate
@@ -119,3 +120,29 @@ def test_pages_wait_for_every_assumption_and_a_confirmation_and_tickets_do_not(s
         (series.ASSUMPTION_HELD, "metrics-reachable"),
         (series.CONDITION_HOLDS, "pods-unavailable"),
     ]
+
+
+def test_explain_runbook_and_catalog_show_what_the_pages_rely_on(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    with_conditions(slo_file, conditions(ASSUMPTION, CONFIRMATION))
+    code, stdout, stderr = run_cli(["explain", "dns-errors", "--specs", "specs"], tmp_path)
+    assert code == 0, stderr
+    assert "assumes (pages wait while one has not held within 1d; a ticket names it):" in stdout
+    assert "  metrics-reachable: max by (cluster) (scrape_samples_scraped" in stdout
+    assert "    otherwise: Fix the bind address. (ticket after 1h)" in stdout
+    assert "confirmed by (a page needs one of these for its slice):\n  pods-unavailable: " in stdout
+    model, problems = compile_specs(spec_tree)
+    assert model is not None and not problems
+    alert_plan = plan(model)
+    runbook = runbooks.render(alert_plan)["runbooks/dns-errors.md"].decode()
+    assert "### Assumption: metrics-reachable\n" in runbook
+    assert "- **Where it does not hold:** Fix the bind address." in runbook
+    page_section = runbook.split("### DnsErrorsAboveCriticalRange\n", 1)[1].split("\n### ", 1)[0]
+    assert "This page assumes `metrics-reachable`, and stays silent while it does not hold." in page_section
+    assert "It pages only while `pods-unavailable` confirms it." in page_section
+    ticket_section = runbook.split("### DnsErrorsAboveNormalRange\n", 1)[1].split("\n### ", 1)[0]
+    assert "This page assumes" not in ticket_section
+    page = catalog.render(alert_plan)["catalog/specs/dns-errors.html"].decode()
+    assert "<h2>Assumptions</h2>" in page and "<td>metrics-reachable</td>" in page
+    assert "<strong>pods-unavailable</strong>" in page
