@@ -263,6 +263,8 @@ class Range:
     for_ms: int
     keep_firing_for_ms: int
     reason: str
+    # Ratio and latency SLIs: the bad events the 5m window must hold too (a traffic floor), None for none.
+    min_bad_events: float | None = None
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,11 @@ def value(slo: SLO, offset_ms: int = 0) -> str:
     return f"{recorded(VALUE, slo)}{offset}"
 
 
+def bad_events_5m(slo: SLO) -> str:
+    """The bad events of the last 5 minutes, from the recorded 5m bad rate (a range's traffic floor)."""
+    return f"{recorded(BAD_5M, slo)} * {go_float(RAW_RANGE_MS / SECOND)}"
+
+
 def presence_series(slo: SLO) -> str:
     """The recorded series whose absence means the SLI's source data is gone."""
     return TOTAL_5M if slo.counts_events else VALUE

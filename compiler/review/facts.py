@@ -63,7 +63,8 @@ def _band_threshold(band: Range, side: str | None) -> str:
             parts.append(f"floor {_number(rel.floor)}")
         return "relative: " + ", ".join(parts)
     if side == "Above" and band.maximum is not None:
-        return f"value > {_number(band.maximum)}"
+        floor = "" if band.min_bad_events is None else f" and bad events in 5m >= {_number(band.min_bad_events)}"
+        return f"value > {_number(band.maximum)}{floor}"
     if side == "Below" and band.minimum is not None:
         return f"value < {_number(band.minimum)}"
     return "outside the band"

@@ -109,6 +109,12 @@ def _check_band(r: SpecReader, critical: Range | None) -> None:
             "a fleet's critical range is judged per unit against static bounds; a relative bound compares a "
             "unit with its own past and cannot be counted across units: give min or max instead",
         )
+    if critical.min_bad_events is not None:
+        r.error(
+            ("critical_range", "min_bad_events"),
+            "a fleet's critical range is judged per unit, and min_bad_events is a floor on the slice's bad "
+            "events: drop it (each unit's own ratio is judged as it is)",
+        )
     if critical.minimum is not None and critical.maximum is not None:
         r.error(
             ("critical_range",),

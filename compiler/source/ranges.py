@@ -183,6 +183,7 @@ def read_range(
                 (section, bound),
                 f"{section}.{bound} is an error ratio for this SLI and must be within 0..1",
             )
+    min_bad = read_min_bad_events(r, section, raw, sli, relative is not None)
     return Range(
         minimum=None if minimum is None else float(minimum),
         maximum=None if maximum is None else float(maximum),
@@ -191,7 +192,37 @@ def read_range(
         for_ms=r.duration((section, "for"), for_ms),
         keep_firing_for_ms=r.duration((section, "keep_firing_for"), keep_ms),
         reason=str(raw.get("reason", "")).strip(),
+        min_bad_events=min_bad,
     )
+
+
+def read_min_bad_events(
+    r: SpecReader, section: BandSection, raw: SLORange, sli: SLI | None, relative: bool
+) -> float | None:
+    """A traffic floor: the band's alert also needs this many bad events in its 5m window.
+
+    An error ratio of 100% on two calls is a rarely used path, not an incident; the floor is in
+    events, so only SLIs that count events (ratio, latency) have one, and only on static bounds
+    (a relative bound already has its own floor, on the value).
+    """
+    value = raw.get("min_bad_events")
+    if value is None:
+        return None
+    key: PathKey = (section, "min_bad_events")
+    if sli is not None and not isinstance(sli, RatioSLI | LatencySLI):
+        r.error(key, f"{section}.min_bad_events counts bad events: only a ratio or latency SLI has them")
+        return None
+    if relative or "min" in raw:
+        r.error(
+            key,
+            f"{section}.min_bad_events floors a max, the share of bad events: not a min (too few bad events) "
+            "nor a relative bound",
+        )
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        r.error(key, f"{section}.min_bad_events must be a finite number of events")
+        return None
+    return float(value)
 
 
 def read_no_data(r: SpecReader) -> NoData:

@@ -149,6 +149,7 @@ SLORange = TypedDict(
         "for": NotRequired[str],
         "keep_firing_for": NotRequired[str],
         "reason": NotRequired[str],
+        "min_bad_events": NotRequired[int | float],
     },
     total=False,
 )

@@ -149,7 +149,7 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
         expected = {
             "platform-apiserver-page": {
                 "ApiserverWriteLatencyErrorBudgetBurn",
-                "APFRejectingProtectedLevelAboveNormalRange",
+                "APFRejectingProtectedLevelAboveCriticalRange",
             },
             "platform-network-ticket": {"ConntrackExhaustionUnitAboveCriticalRange"},
         }

@@ -295,3 +295,196 @@ def test_list_volume_specs_state_their_stack_and_are_in_shadow(library: Model) -
     stamped = [s for s in library.slos if s.name.startswith("list-volume-")]
     assert len(stamped) == 6
     assert all(s.k8s_versions == "1.28-1.31" and s.mode == "shadow" for s in stamped)
+
+
+# -- library review 3 (`../shared/docs/library-review-3.md`, "Has issues") ---------------------
+
+APISERVER = 'cluster="c1",job="apiserver",instance="10.0.0.1:6443"'
+WEBHOOK = 'name="validate.backup.example.com",type="validating",operation="CREATE"'
+
+
+def _one_test(series: list[dict[str, str]], *checks: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"interval": "1m", "input_series": series, "promql_expr_test": list(checks)}]
+
+
+@pytest.mark.parametrize(
+    ("calls_per_minute", "failed_per_minute", "pages"),
+    [
+        (0.6, 0.4, 0),  # a rarely used webhook: 3 calls in 5 minutes, 2 of them failing (67%)
+        (60.0, 18.0, 1),  # a webhook on pod creation: 1 call/s, 30% failing
+    ],
+)
+def test_webhook_failures_page_only_above_a_traffic_floor(
+    tmp_path: Path, calls_per_minute: float, failed_per_minute: float, pages: int
+) -> None:
+    """admission-webhook-failures.yaml:43: the 10% page needs 10 failed calls in its 5m window too."""
+    series = [
+        {
+            "series": "apiserver_admission_webhook_admission_duration_seconds_count"
+            f'{{{APISERVER},{WEBHOOK},rejected="false"}}',
+            "values": f"0+{calls_per_minute}x40",
+        },
+        {
+            "series": "apiserver_admission_webhook_rejection_count"
+            f'{{{APISERVER},{WEBHOOK},error_type="calling_webhook_error",rejection_code="500"}}',
+            "values": f"0+{failed_per_minute}x40",
+        },
+    ]
+    result = promtool_test(
+        tmp_path,
+        "admission-webhook-failures.rules.yaml",
+        _one_test(series, firing("AdmissionWebhookFailuresAboveCriticalRange", "30m", pages)),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("values", "pages", "tickets"),
+    [
+        # Created at its first rejection (the 1 is invisible to rate()), one more 4 minutes later.
+        ("_x10 1x4 2x25", 0, 0),
+        ("_x10 1+60x30", 1, 0),  # 1 rejection/s: the page (its ticket is inhibited in Alertmanager, not here)
+    ],
+)
+def test_protected_level_rejections_page_above_a_floor(tmp_path: Path, values: str, pages: int, tickets: int) -> None:
+    """apf-protected-level-rejections.yaml:36: two rejections never page; a sustained rate does."""
+    series = [
+        {"series": f"up{{{APISERVER}}}", "values": "1x40"},
+        {
+            "series": "apiserver_flowcontrol_rejected_requests_total"
+            f'{{{APISERVER},priority_level="leader-election",flow_schema="system-leader-election",reason="time-out"}}',
+            "values": values,
+        },
+    ]
+    checks = [firing("APFRejectingProtectedLevelAboveCriticalRange", "35m", pages)]
+    if not pages:
+        checks.append(firing("APFRejectingProtectedLevelAboveNormalRange", "35m", tickets))
+    result = promtool_test(tmp_path, "apf-protected-level-rejections.rules.yaml", _one_test(series, *checks))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+MIB = 1024 * 1024
+ETCD = 'cluster="c1",job="kube-etcd",instance="10.0.0.1:2381"'
+
+
+@pytest.mark.parametrize(
+    ("in_use_mib", "file_mib", "fires"),
+    [
+        (40, 120, 0),  # 67% free but 80 MiB to reclaim: under the floor (the mixin is silent too)
+        (150, 400, 1),  # the mixin's case: in use 37.5% and over 100 MiB: both fire
+        (99, 220, 1),  # in use under the mixin's 100 MiB, 121 MiB to reclaim: this fires, the mixin does not
+        (300, 500, 0),  # 40% free: in range
+    ],
+)
+def test_etcd_fragmentation_has_a_size_floor(tmp_path: Path, in_use_mib: int, file_mib: int, fires: int) -> None:
+    """etcd-db-fragmentation.yaml:29: over half free and over 100 MiB free, for 10m."""
+    series = [
+        {"series": f"etcd_mvcc_db_total_size_in_use_in_bytes{{{ETCD}}}", "values": f"{in_use_mib * MIB}x30"},
+        {"series": f"etcd_mvcc_db_total_size_in_bytes{{{ETCD}}}", "values": f"{file_mib * MIB}x30"},
+    ]
+    result = promtool_test(
+        tmp_path,
+        "etcd-db-fragmentation.rules.yaml",
+        _one_test(series, firing("EtcdDBFragmentationAboveNormalRange", "20m", fires)),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _grpc(kind: str, service: str, method: str, code: str, per_minute: float, member: int = 1) -> dict[str, str]:
+    labels = f'cluster="c1",job="kube-etcd",instance="10.0.0.{member}:2381"'
+    labels += f',grpc_type="{kind}",grpc_service="{service}",grpc_method="{method}",grpc_code="{code}"'
+    return {"series": f"grpc_server_handled_total{{{labels}}}", "values": f"0+{per_minute}x40"}
+
+
+def test_etcd_grpc_failures_are_judged_per_method(tmp_path: Path) -> None:
+    """etcd-grpc-failures: one member's Txn failing 30% pages; cluster-wide it was about 2% and did not."""
+    series = [
+        *(_grpc("unary", "etcdserverpb.KV", "Range", "OK", 60 * 500, member) for member in (1, 2, 3)),
+        *(_grpc("unary", "etcdserverpb.KV", "Txn", "OK", 60 * 100, member) for member in (2, 3)),
+        _grpc("unary", "etcdserverpb.KV", "Txn", "OK", 60 * 70, 1),
+        _grpc("unary", "etcdserverpb.KV", "Txn", "DeadlineExceeded", 60 * 30, 1),
+        # Watch streams that the clients closed, reported Unavailable (etcd-io/etcd#13147): not unary.
+        _grpc("bidi_stream", "etcdserverpb.Watch", "Watch", "Unavailable", 6, 1),
+        # One failed compaction: 100% of Compact's calls in its 5m window, one call.
+        _grpc("unary", "etcdserverpb.KV", "Compact", "Unavailable", 0.2, 1),
+    ]
+    old_ratio = (
+        'sum(rate(grpc_server_handled_total{grpc_code=~"Unknown|FailedPrecondition|ResourceExhausted|Internal|'
+        'Unavailable|DataLoss|DeadlineExceeded"}[5m])) / sum(rate(grpc_server_handled_total[5m]))'
+    )
+    checks = [
+        firing("EtcdGRPCFailuresAboveCriticalRange", "30m", 1, grpc_method="Txn"),
+        firing("EtcdGRPCFailuresAboveCriticalRange", "30m", 0, grpc_method="Watch"),
+        firing("EtcdGRPCFailuresAboveNormalRange", "30m", 0, grpc_method="Compact"),
+        # The cluster-wide ratio the spec judged before: 1,806 of 108,006 a minute, 1.7% (in
+        # thousandths: 17), under the 5% page.
+        {"expr": f"round(1000 * {old_ratio})", "eval_time": "30m", "exp_samples": [{"labels": "{}", "value": 17}]},
+    ]
+    result = promtool_test(tmp_path, "etcd-grpc-failures.rules.yaml", _one_test(series, *checks))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _notifications(receiver: str | None, sent_per_minute: float, failed_per_minute: float) -> list[dict[str, str]]:
+    labels = 'cluster="c1",job="alertmanager",instance="10.0.0.9:9093",integration="pagerduty"'
+    if receiver is not None:
+        labels += f',receiver_name="{receiver}"'
+    return [
+        {"series": f"alertmanager_notifications_total{{{labels}}}", "values": f"0+{sent_per_minute}x40"},
+        {
+            "series": f'alertmanager_notifications_failed_total{{{labels},reason="clientError"}}',
+            "values": f"0+{failed_per_minute}x40",
+        },
+    ]
+
+
+def test_one_teams_broken_key_is_a_ticket_on_0_25_and_a_page_with_receiver_names(tmp_path: Path) -> None:
+    """alertmanager-notification-failures: 0.25 has `integration` only; 0.27's receiver_name (a flag) splits it."""
+    alert = "AlertmanagerFailedToSendAlerts"
+    on_0_25 = _notifications(None, 12, 0.6)  # one team's notifications, 5% of all PagerDuty ones, all fail
+    with_names = [
+        *_notifications("platform-apiserver-page", 11.4, 0),
+        *_notifications("platform-nodes-page", 0.6, 0.6),
+    ]
+    result = promtool_test(
+        tmp_path,
+        "alertmanager-notification-failures.rules.yaml",
+        [
+            *_one_test(
+                on_0_25, firing(f"{alert}AboveNormalRange", "30m", 1), firing(f"{alert}AboveCriticalRange", "30m", 0)
+            ),
+            *_one_test(
+                with_names,
+                firing(f"{alert}AboveCriticalRange", "30m", 1, receiver_name="platform-nodes-page"),
+                firing(f"{alert}AboveCriticalRange", "30m", 0, receiver_name="platform-apiserver-page"),
+            ),
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _webhook_histogram(slow_share: float, slow_edge: str) -> list[dict[str, str]]:
+    """100 calls a minute: the rest under 25 ms, ``slow_share`` of them in the bucket ending at ``slow_edge``."""
+    edges = ("0.005", "0.025", "0.1", "0.5", "1", "2.5", "10", "25", "+Inf")
+    slow_from = edges.index(slow_edge)
+    out = []
+    for index, edge in enumerate(edges):
+        per_minute = 100 * (1 - slow_share) if index >= 1 else 0.0
+        if index >= slow_from:
+            per_minute = 100.0
+        labels = f'{APISERVER},{WEBHOOK},rejected="false",le="{edge}"'
+        name = f"apiserver_admission_webhook_admission_duration_seconds_bucket{{{labels}}}"
+        out.append({"series": name, "values": f"0+{per_minute}x40"})
+    return out
+
+
+@pytest.mark.parametrize(("slow_share", "slow_edge", "pages"), [(0.02, "10", 1), (0.005, "25", 0), (0.009, "10", 0)])
+def test_webhook_latency_pages_at_the_real_edge(tmp_path: Path, slow_share: float, slow_edge: str, pages: int) -> None:
+    """admission-webhook-latency: p99 > 2.5 s exactly when over 1% of calls take over 2.5 s (the bucket edge)."""
+    result = promtool_test(
+        tmp_path,
+        "admission-webhook-latency.rules.yaml",
+        _one_test(
+            _webhook_histogram(slow_share, slow_edge), firing("AdmissionWebhookLatencyAboveCriticalRange", "30m", pages)
+        ),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

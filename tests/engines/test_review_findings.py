@@ -202,7 +202,7 @@ def test_the_unmeasured_ranges_run_in_shadow(library: Model) -> None:
 
 # -- one APF incident: one page per starved level (apf-protected-level-rejections ❌ (3)) ----------
 
-APF_PAGE = "APFRejectingProtectedLevelAboveNormalRange"
+APF_PAGE = "APFRejectingProtectedLevelAboveCriticalRange"  # the page (review 3: any rejection is a ticket)
 # One saturation incident in c1: two protected levels, three FlowSchemas, three reasons; one slice in c2.
 APF_REJECTIONS = (
     ("c1", "workload-high", "kube-system-service-accounts", "time-out"),

@@ -326,12 +326,17 @@ def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     if alert.fleet == "page":
         return _fleet_page_rule(model, slo, alert)
     expr, bounds = _range_condition(slo, band, side, level)
+    floor = ""
+    if band.min_bad_events is not None:  # a traffic floor: the 5m window's bad events, not only their share
+        events = go_float(clean_number(band.min_bad_events))
+        expr = f"(\n{_indent(expr)}\n)\nand\n{series.bad_events_5m(slo)} >= {events}"
+        floor = f", with at least {events} bad events in 5 minutes"
     reason = f" {_go_text(band.reason)}" if band.reason else ""
     word = "above" if side == "Above" else "below"
     summary = f"{slo.name}: {word} its {level.lower()} range ({_slice_text(slo)})"
     description = (
         f"{_slice_text(slo)}: the value {_HUMANIZE[slo.unit]} is {word} the {level.lower()} range "
-        f"({'; '.join(bounds)}) for at least {format_duration(band.for_ms)}.{reason}"
+        f"({'; '.join(bounds)}{floor}) for at least {format_duration(band.for_ms)}.{reason}"
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 

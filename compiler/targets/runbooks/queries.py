@@ -45,7 +45,10 @@ def bounds(slo: SLO, band: Range, direction: str) -> list[str]:
     found = []
     static = band.maximum if direction == "Above" else band.minimum
     if static is not None:
-        found.append(f"{'above max' if direction == 'Above' else 'below min'} {format_value(slo, static)}")
+        text = f"{'above max' if direction == 'Above' else 'below min'} {format_value(slo, static)}"
+        if band.min_bad_events is not None:
+            text += f", with at least {go_float(band.min_bad_events)} bad events in 5 minutes"
+        found.append(text)
     rel = band.relative
     factor = None if rel is None else (rel.max_factor if direction == "Above" else rel.min_factor)
     if rel is not None and factor is not None:

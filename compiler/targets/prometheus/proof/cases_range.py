@@ -18,7 +18,7 @@ from compiler.targets.prometheus.proof.asserts import firing_exactly, nothing_un
 from compiler.targets.prometheus.proof.context import ALL_BAD, SpecContext, halfway, readable
 from compiler.targets.prometheus.proof.group import Group, duration_text
 from compiler.targets.prometheus.proof.inputs import InputError
-from compiler.targets.prometheus.proof.timeline import Timeline
+from compiler.targets.prometheus.proof.timeline import DEFAULT_RATE, RATE_WINDOW_SECONDS, Timeline
 from compiler.targets.prometheus.proof.timing import INCIDENT_PAST_FIRING_MIN, STEP_MIN
 from compiler.text.numbers import go_float
 
@@ -38,6 +38,8 @@ FIT_RISE_CLEARANCE = 1.1  # a fitted rise starts 10% under moved / factor, so it
 FIT_FALL_START = 1.5  # a fitted drop starts 50% above the floor (or the minimum / factor)
 FIT_ABOVE_ZERO = 1e-9  # keeps a fitted drop's start above 0 when the floor and minimum are both 0
 BASELINE_MIN = 5  # the value before a move holds this long past the warm-up, so the offset window reads it whole
+OVER_FLOOR_SHARE = 2  # a crossing past a traffic floor carries twice the floor's bad events in 5 minutes
+UNDER_FLOOR_SHARE = 0.5  # the trickle past the bound carries half of them: the floor alone holds it back
 QUIET_SHARE = 0.5  # slice b starts at half the value whose move would reach the floor: the same move stays under it
 
 
@@ -95,7 +97,39 @@ def static_range(ctx: SpecContext, rule: AlertRule, bound: float, above: bool) -
     groups.append(static_beyond(ctx, rule, bound, above, beyond, calm))
     if inside is not None:
         groups.append(static_inside(ctx, rule, bound, above, inside, calm))
+    if band_floor(rule) is not None:
+        groups.append(static_under_floor(ctx, rule, bound, beyond, calm))
     return groups
+
+
+def band_floor(rule: AlertRule) -> float | None:
+    """The band's traffic floor (bad events in 5 minutes), for an event SLI's static bound."""
+    band = rule.band
+    return None if band is None else band.min_bad_events
+
+
+def floor_rate(rule: AlertRule, value: float, share: float) -> float:
+    """The event rate at which an error ratio of ``value`` makes ``share`` x the floor's bad events in 5m."""
+    floor = band_floor(rule)
+    assert floor is not None and value > 0
+    return floor * share / (value * RATE_WINDOW_SECONDS)
+
+
+def static_under_floor(ctx: SpecContext, rule: AlertRule, bound: float, beyond: float, calm: float) -> Group:
+    """Past the bound on a trickle, with half the floor's bad events in 5 minutes: silent for as long."""
+    rate = floor_rate(rule, beyond, UNDER_FLOOR_SHARE)
+    since = timing.warmup_end(rule, ctx.inputs)
+    horizon = max(ctx.steady, since) + minutes(rule.for_ms) + INCIDENT_PAST_FIRING_MIN
+    floor = band_floor(rule)
+    assert floor is not None
+    group = Group(
+        f"{rule.name}: {go_float(beyond)} beyond the max {go_float(bound)} on a trickle of {go_float(readable(rate))} "
+        f"events/s (half of its {go_float(floor)} bad events in 5 minutes) stays silent",
+        ctx.timelines(Timeline.constant(beyond, horizon, rate), calm),
+        ctx.inputs,
+    )
+    nothing_until(group, horizon, {"alertname": rule.name}, since=since)
+    return group
 
 
 def static_beyond(ctx: SpecContext, rule: AlertRule, bound: float, above: bool, beyond: float, calm: float) -> Group:
@@ -105,7 +139,10 @@ def static_beyond(ctx: SpecContext, rule: AlertRule, bound: float, above: bool, 
     fires = ctx.steady + wait
     stop = fires + INCIDENT_PAST_FIRING_MIN
     resolved = stop + ctx.inputs.settle + STEP_MIN + keep
-    timeline = Timeline.constant(beyond, stop).then(calm, resolved - stop)
+    rate = DEFAULT_RATE
+    if band_floor(rule) is not None and beyond > 0:  # enough traffic that the bad events clear the floor
+        rate = max(rate, floor_rate(rule, beyond, OVER_FLOOR_SHARE))
+    timeline = Timeline.constant(beyond, stop, rate).then(calm, resolved - stop)
     group = Group(
         f"{rule.name}: {go_float(beyond)} beyond the {'max' if above else 'min'} {go_float(bound)} is pending, "
         f"fires after {duration_text(wait)}, and resolves when the value returns",
