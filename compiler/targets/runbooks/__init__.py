@@ -105,6 +105,7 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "see_also": [(item, _see_also_target(model, item)) for item in slo.see_also],
         "assumption_memory": format_duration(ASSUMPTION_MEMORY_MS),
         "assumption_alert": spec_alert_names(slo).get("assumption", ""),
+        "anchor": links.runbook_anchor,
     }
     return environment().get_template("runbook.md.j2").render(context)
 
