@@ -252,6 +252,25 @@ def test_burn_thresholds_table_lists_every_window_pair() -> None:
     assert rows[-1][:4] == ["NodeReadinessSliceVanished", "page", "slice vanished", "1h"]
 
 
+def test_no_data_alerts_say_what_to_do_about_the_missing_data() -> None:
+    """A NoData alert's section and its rule's mitigation are about the scrape, not the burn."""
+    model = library_model("library")
+    slo = next(slo for slo in model.slos if slo.name == "node-clock-sync")
+    spec = plan(model).of(slo)
+    rule = next(rule for rule in prometheus.alert_rules(model, spec) if rule.name.endswith("NoData"))
+    tokens = MARKDOWN.parse(rendered("library")[links.runbook_path(slo)])
+    steps = list_items(section(tokens, rule.name), "ordered")
+    assert steps[0].startswith('Which source is gone: `absent(node_timex_sync_status{job="node-exporter"})`')
+    assert steps[1].startswith('Is the target scraped: `up{job="node-exporter"}`')
+    assert any("ServiceMonitor" in step for step in steps) and any("renamed" in step for step in steps)
+    mitigation = rule.annotations["mitigation"]
+    assert slo.mitigation.summary not in mitigation
+    assert 'absent(node_timex_sync_status{job="node-exporter"})' in mitigation
+    assert 'up{job="node-exporter"}' in mitigation and "/targets" in mitigation
+    top = inline_text(section(tokens, "Mitigation")[4])
+    assert f"[{rule.name}](#{links.runbook_anchor(rule.name)})" in top
+
+
 def test_automation_is_named_with_its_description() -> None:
     model = library_model("fixtures")
     text = rendered("fixtures")["runbooks/fixture-quantile.md"]
