@@ -9,7 +9,7 @@ recorded series instead (``compiler.model.series``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from compiler.model import (
     SLI,
@@ -25,7 +25,7 @@ from compiler.model import (
     series,
 )
 from compiler.model import labels as lbl
-from compiler.promql import Matcher, keep_in_aggregations, render_selector
+from compiler.promql import Matcher, PromQLError, analyse, keep_in_aggregations, render_selector
 from compiler.text.numbers import go_float
 
 RAW_RANGE = "5m"
@@ -242,3 +242,87 @@ def fleet_counts(slo: SLO) -> tuple[str, str]:
     bounds += [f"{unit} < {go_float(band.minimum)}"] if band.minimum is not None else []
     out = f"count{_by(by)} (\n  {' or '.join(bounds)}\n)"
     return units, f"{out}\nor {_on(by)}\n  0 * {series.recorded(series.FLEET_UNITS, slo)}"
+
+
+# -- missing data -----------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class NoDataChecks:
+    """What to query when a spec's SLI has no series: which source is gone, and whether it is scraped."""
+
+    absent: tuple[str, ...]  # one ``absent(<raw selector>)`` per raw series the SLI reads (joins' info included)
+    up: str | None  # ``up{job...}`` of the SLI's scrape jobs; None when no selector names a job
+
+
+def _expr_selectors(expr: str) -> list[Selector]:
+    try:
+        return [Selector(metric, matchers) for metric, matchers in analyse(expr).selectors]
+    except PromQLError:  # pragma: no cover - the reader already parsed it
+        return []
+
+
+def source_selectors(slo: SLO) -> list[Selector]:
+    """The raw selectors the SLI reads, then the joins' info metrics, without duplicates, in order."""
+    sli = slo.sli
+    found: list[Selector] = []
+    if isinstance(sli, RatioSLI):
+        found += [*sli.total, *sli.bad, *sli.good]
+    elif isinstance(sli, LatencySLI):
+        found += [Selector(f"{sli.histogram}_bucket", sli.matchers), *sli.total, *sli.errors]
+    elif isinstance(sli, QuantileSLI):
+        found.append(Selector(f"{sli.histogram}_bucket", sli.matchers))
+    elif isinstance(sli, GaugeSLI):
+        found += _expr_selectors(sli.expr)
+        if sli.absent_as_zero_while:
+            found += _expr_selectors(sli.absent_as_zero_while)
+    elif isinstance(sli, StateSLI):
+        found += _expr_selectors(sli.expr)
+    found += [join.info for join in slo.slice.joins]
+    return list(dict.fromkeys(s for s in found if s.metric or s.matchers))
+
+
+def no_data_checks(slo: SLO) -> NoDataChecks:
+    selectors = source_selectors(slo)
+    absent = tuple(f"absent({render_selector(s.metric, s.matchers)})" for s in selectors)
+    jobs = list(dict.fromkeys(m for s in selectors for m in s.matchers if m.name == "job"))
+    if not jobs:
+        return NoDataChecks(absent, None)
+    if len(jobs) == 1:
+        return NoDataChecks(absent, render_selector("up", jobs))
+    return NoDataChecks(absent, " or ".join(render_selector("up", (job,)) for job in jobs))
+
+
+def no_data_steps(
+    slo: SLO, query: Callable[[str], str] = str, text: Callable[[str], str] = str
+) -> tuple[str, tuple[str, ...]]:
+    """What to do when the SLI has no series: a summary and the steps, in order.
+
+    The missing data, not the signal: the spec's own mitigation is for when the data is back.
+    ``query`` formats PromQL and ``text`` the spec's words (Markdown filters in a runbook;
+    plain text in an annotation).
+    """
+    checks = no_data_checks(slo)
+    summary = (
+        f"The {text(slo.name)} SLI has no data: fix the collection, not the signal. Do not act on "
+        "the spec's own mitigation until its data is back."
+    )
+    absent = " and ".join(query(expr) for expr in checks.absent)
+    up = (
+        f"{query(checks.up)} (0: discovered but the scrape fails; no series: the target is not discovered), "
+        "and the job's targets on the Prometheus /targets page (the last error of each)."
+        if checks.up
+        else "the Prometheus /targets page: find the job that exports it (the SLI's selectors name none)."
+    )
+    versions = f" (the spec was checked against Kubernetes {text(slo.k8s_versions)})" if slo.k8s_versions else ""
+    steps = (
+        f"Which source is gone: {absent} (each returns 1 while its series are missing).",
+        f"Is the target scraped: {up}",
+        "Target not discovered: check the ServiceMonitor or PodMonitor (or the scrape config) and its relabelling: "
+        "a namespace, label or port selector that no longer matches after a chart or Service change, or a "
+        "keep/drop rule.",
+        f"Target scraped but the series gone: an upgrade renamed or dropped the metric{versions}, or a "
+        "metric_relabel_configs drop rule matches it; look for the new name in the target's /metrics, then fix "
+        "the spec.",
+    )
+    return summary, steps

@@ -73,7 +73,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         normal_range=normal,
         critical_range=critical,
         no_data=no_data,
-        mitigation=_mitigation(data["mitigation"]),
+        mitigation=_mitigation(r, data["mitigation"]),
         see_also=tuple(data.get("see_also", [])),
         scenarios=scenarios,
         mode=data.get("mode", "live"),
@@ -134,11 +134,12 @@ def _ranges(r: SpecReader, sli: SLI | None) -> tuple[Range | None, Range | None]
     return normal, critical
 
 
-def _mitigation(raw: SLOMitigation) -> Mitigation:
+def _mitigation(r: SpecReader, raw: SLOMitigation) -> Mitigation:
     return Mitigation(
         summary=raw["summary"].strip(),
         steps=tuple(step.strip() for step in raw["steps"]),
         stop_conditions=tuple(step.strip() for step in raw["stop_conditions"]),
         escalation=raw["escalation"].strip(),
         automation=raw.get("automation"),
+        step_positions=tuple(r.doc.position(("mitigation", "steps", index)) for index in range(len(raw["steps"]))),
     )

@@ -131,6 +131,11 @@ def normalise(text: str) -> str:
     return "\n".join(line.strip() for line in text.strip().split("\n") if line.strip())
 
 
+def untick(text: str) -> str:
+    """Text without code-span backticks: the runbook puts commands written as plain text in code spans."""
+    return text.replace("`", "")
+
+
 def table_after(tokens: list[Token], title: str) -> list[list[str]]:
     """Rows (header first) of the first table under the heading ``title``, cell by cell."""
     rows: list[list[str]] = []
@@ -215,14 +220,18 @@ def test_mitigation_appears_verbatim_and_in_order(spec: str) -> None:
     titles = [heading_text(tokens[i + 1]) for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert titles.index("Mitigation") < titles.index("Check before acting") < titles.index("Steps")
     mitigation = section(tokens, "Mitigation")
-    assert inline_text(mitigation[1]) == normalise(slo.mitigation.summary)
-    assert list_items(section(tokens, "Check before acting"), "bullet") == [
-        normalise(text) for text in slo.mitigation.stop_conditions
+    assert untick(inline_text(mitigation[1])) == untick(normalise(slo.mitigation.summary))
+    assert [untick(item) for item in list_items(section(tokens, "Check before acting"), "bullet")] == [
+        untick(normalise(text)) for text in slo.mitigation.stop_conditions
     ]
-    assert list_items(section(tokens, "Steps"), "ordered") == [normalise(text) for text in slo.mitigation.steps]
-    owner = section(tokens, "Owner")
-    assert f"**Escalation for this spec:** {normalise(slo.mitigation.escalation)}" in list_items(owner, "bullet")
-    assert list_items(owner, "ordered") == [normalise(text) for text in slo.owner.escalation]
+    assert [untick(item) for item in list_items(section(tokens, "Steps"), "ordered")] == [
+        untick(normalise(text)) for text in slo.mitigation.steps
+    ]
+    owner = [untick(item) for item in list_items(section(tokens, "Owner"), "bullet")]
+    assert f"**Escalation for this spec:** {untick(normalise(slo.mitigation.escalation))}" in owner
+    assert [untick(item) for item in list_items(section(tokens, "Owner"), "ordered")] == [
+        untick(normalise(text)) for text in slo.owner.escalation
+    ]
 
 
 def test_shadow_specs_warn_that_they_do_not_page() -> None:
@@ -250,6 +259,25 @@ def test_burn_thresholds_table_lists_every_window_pair() -> None:
     assert rows[1][:8] == first_pair
     assert rows[-2][:3] == ["NodeReadinessNoData", "ticket", "no data"]
     assert rows[-1][:4] == ["NodeReadinessSliceVanished", "ticket", "slice vanished", "1h"]
+
+
+def test_no_data_alerts_say_what_to_do_about_the_missing_data() -> None:
+    """A NoData alert's section and its rule's mitigation are about the scrape, not the burn."""
+    model = library_model("library")
+    slo = next(slo for slo in model.slos if slo.name == "node-clock-sync")
+    spec = plan(model).of(slo)
+    rule = next(rule for rule in prometheus.alert_rules(model, spec) if rule.name.endswith("NoData"))
+    tokens = MARKDOWN.parse(rendered("library")[links.runbook_path(slo)])
+    steps = list_items(section(tokens, rule.name), "ordered")
+    assert steps[0].startswith('Which source is gone: `absent(node_timex_sync_status{job="node-exporter"})`')
+    assert steps[1].startswith('Is the target scraped: `up{job="node-exporter"}`')
+    assert any("ServiceMonitor" in step for step in steps) and any("renamed" in step for step in steps)
+    mitigation = rule.annotations["mitigation"]
+    assert slo.mitigation.summary not in mitigation
+    assert 'absent(node_timex_sync_status{job="node-exporter"})' in mitigation
+    assert 'up{job="node-exporter"}' in mitigation and "/targets" in mitigation
+    top = inline_text(section(tokens, "Mitigation")[4])
+    assert f"[{rule.name}](#{links.runbook_anchor(rule.name)})" in top
 
 
 def test_automation_is_named_with_its_description() -> None:
@@ -420,13 +448,38 @@ def test_filters_escape_what_the_context_needs() -> None:
     assert markdown.md("# a\n\n  - b", indent=2) == "\\# a\\\n  \\- b"
     assert markdown.md("1. x 2. y\n1.5 z") == "1\\. x 2. y\\\n1.5 z"
     assert markdown.cell("a|b `c|d`\ne") == "a\\|b `c\\|d`<br>e"
-    assert markdown.md("keep `<b>` and <b>") == "keep `<b>` and &lt;b&gt;"
-    assert markdown.md("one ` two ``") == "one &#96; two &#96;&#96;"
+    assert markdown.md("keep `<b>` and <b>") == "keep `<b>` and \\<b>"
+    assert markdown.md("one ` two ``") == "one \\` two \\`\\`"
+    assert markdown.md("a && b &amp; &#96; c > d\n> e") == "a && b \\&amp; \\&#96; c > d\\\n\\> e"
     assert markdown.inline("a\nb") == "a b"
     assert markdown.md("[x]: /u\n***\n_ _ _\n* y\n~~~") == "\\[x]: /u\\\n\\***\\\n\\_ _ _\\\n\\* y\\\n\\~~~"
     assert markdown.md("**bold** [link](/u) ~~del~~") == "**bold** [link](/u) ~~del~~"  # inline Markdown kept
     assert markdown.code("x `y` z") == "``x `y` z``"
     assert markdown.fence("a ```` b").split("\n")[0] == "`````promql"
+
+
+def test_commands_read_as_written_in_the_source_and_on_the_page() -> None:
+    step = "If it stays stale, cordon the node (kubectl cordon <node>) so no new pods land there."
+    assert markdown.md(step) == step.replace("(kubectl cordon <node>)", "(`kubectl cordon <node>`)")
+    assert "<code>kubectl cordon &lt;node&gt;</code>" in MARKDOWN.render(markdown.md(step))
+    restart = "Restart: systemctl restart containerd && systemctl restart kubelet; watch the p99 for 10 minutes."
+    assert "`systemctl restart containerd && systemctl restart kubelet`; watch" in markdown.md(restart)
+    promql = 'Confirm: sum by (le) (rate(x_bucket{job="<job>"}[5m])) == 0 and kubectl get pods -A -o wide shows it.'
+    assert markdown.md(promql) == (
+        'Confirm: `sum by (le) (rate(x_bucket{job="<job>"}[5m])) == 0` and `kubectl get pods -A -o wide` shows it.'
+    )
+    assert markdown.cell("kubectl get x | grep y") == "`kubectl get x \\| grep y`"
+    # prose stays prose: a program named alone, numbers and parentheses
+    prose = "upgrade kubectl, then retry (default 5) in 1.29"
+    assert markdown.md(prose) == prose
+    # next to the author's own code span, no backticks are added (they would merge into one run)
+    assert markdown.md("`a`kubectl get x") == "`a`kubectl get x"
+
+
+@pytest.mark.parametrize("tree", sorted(TREES))
+def test_runbooks_hold_no_html_entities(tree: str) -> None:
+    for path, text in rendered(tree).items():
+        assert not re.search(r"&(?:lt|gt|amp|quot|#[0-9]+|#x[0-9a-f]+);", text, re.IGNORECASE), path
 
 
 # -- (d) PromQL blocks ---------------------------------------------------------------------

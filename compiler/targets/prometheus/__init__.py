@@ -350,7 +350,13 @@ def _no_data_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
         f"No series feed the {slo.name} SLI for {wait}: every alert of this spec is blind. Check the scrape "
         f"targets and whether a metric was renamed by an upgrade{versions}."
     )
-    return AlertRule(alert, f"absent({presence})", _annotations(model, slo, alert.name, summary, _go_text(description)))
+    annotations = _annotations(model, slo, alert.name, summary, _go_text(description))
+    # Missing data has its own mitigation: the spec's is for a bad signal, not for a blind one.
+    what, steps = queries.no_data_steps(slo)
+    annotations["mitigation"] = _go_text(" ".join((what, *(f"{i}. {step}" for i, step in enumerate(steps, 1)))))
+    if "mitigation_steps" in annotations:
+        annotations["mitigation_steps"] = _go_text("\n".join(f"{i}. {step}" for i, step in enumerate(steps, 1)))
+    return AlertRule(alert, f"absent({presence})", annotations)
 
 
 def vanished_expr(slo: SLO, window_ms: int) -> str:

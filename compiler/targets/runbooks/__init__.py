@@ -19,6 +19,7 @@ import jinja2
 
 from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Automation, Model, Team, links, series, windows
 from compiler.model.naming import band_sides, spec_alert_names
+from compiler.model.queries import no_data_steps
 from compiler.plan import Plan, SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration, render_selector
@@ -105,6 +106,8 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "see_also": [(item, _see_also_target(model, item)) for item in slo.see_also],
         "assumption_memory": format_duration(ASSUMPTION_MEMORY_MS),
         "assumption_alert": spec_alert_names(slo).get("assumption", ""),
+        "anchor": links.runbook_anchor,
+        "no_data": no_data_steps(slo, query=code, text=inline),
     }
     return environment().get_template("runbook.md.j2").render(context)
 
