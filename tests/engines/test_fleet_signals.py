@@ -273,6 +273,7 @@ def _nodes(ready: list[bool], pool: str) -> list[dict[str, str]]:
         values = "1x40" if is_ready else f"1x{FAILS_AT - 1} 0x{40 - FAILS_AT}"
         found.append(_series("kube_node_status_condition", values, condition="Ready", status="true", **node))
         found.append(_series("kube_node_spec_unschedulable", "0x40", **node))
+        found.append(_series("kube_node_created", "-86400x40", **node))  # a day old: judged from the start
         found.append(
             _series("kube_node_labels", "1x40", label_node_pool=pool, label_topology_kubernetes_io_zone="z1", **node)
         )

@@ -79,6 +79,7 @@ def _pool(pool: str, nodes: int, values: str) -> list[dict[str, str]]:
         found += [
             {"series": f'kube_node_status_condition{{{KSM},{node},condition="Ready",status="true"}}', "values": values},
             {"series": f"kube_node_spec_unschedulable{{{KSM},{node}}}", "values": values.replace("1x", "0x")},
+            {"series": f"kube_node_created{{{KSM},{node}}}", "values": values.replace("1x", "-86400x")},
             {
                 "series": f'kube_node_labels{{{KSM},{node},label_node_pool="{pool}",'
                 'label_topology_kubernetes_io_zone="zone-a"}',
