@@ -848,6 +848,13 @@ def _underivable(expr: str, labels: Sequence[Mapping[str, str]], state: bool) ->
             "others held at 0, 1 or 2; write the state as a 0/1 comparison of one series per unit (e.g. "
             '\'kube_node_status_condition{condition="Ready",status="true"} == 1\') so the tests can drive it'
         )
+    if promql.calls_time(expr):
+        return (
+            f"cannot derive test inputs: the value of {expr!r} moves with time() (time() depends on the evaluation "
+            "time), and the generated tests hold their inputs still; an age compared with a bound that stays true "
+            "as time passes (time() - created > 900) can be proven, an age as the value cannot"
+            f"{_staleness_hint(expr)}"
+        )
     return (
         f"cannot derive test inputs: {expr!r} moves in proportion to none of its inputs ({names}) with the others "
         "held at 0, 1 or 2, nor as a share of two of them (a / (a + b)) or the rest of one ((total - bad) / total); "
