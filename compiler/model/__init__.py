@@ -291,8 +291,6 @@ class Mitigation:
     stop_conditions: tuple[str, ...]
     escalation: str
     automation: str | None = None  # a project automation webhook that runs it
-    # where each step is written, for the plan's notes (``compiler.plan.disruptive``)
-    step_positions: tuple[Position, ...] = field(default=(), compare=False)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,6 @@ from compiler.model.naming import (
     spec_alert_names,
     unit_key,
 )
-from compiler.plan import disruptive
 from compiler.plan.coverage import LeftOut, fallback_notes, unscraped, without
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
@@ -307,7 +306,7 @@ def plan(model: Model) -> Plan:
     conventions = Conventions.of(model.project)
     left_out = unscraped(model)
     compiled = without(model, left_out)
-    notes = sorted({*(item.note for item in left_out), *fallback_notes(compiled), *disruptive.notes(compiled)})
+    notes = sorted({*(item.note for item in left_out), *fallback_notes(compiled)})
     return Plan(
         model=compiled,
         specs=tuple(plan_spec(slo, conventions) for slo in compiled.slos),

@@ -2,10 +2,23 @@
 
 from __future__ import annotations
 
-from compiler.model import SLI, SLO, AlertKey, Explains, ExplainsComponent, Mitigation, Range, Scenario, Team
+from compiler.model import (
+    SLI,
+    SLO,
+    AlertKey,
+    Explains,
+    ExplainsComponent,
+    Mitigation,
+    NoData,
+    Range,
+    Scenario,
+    Slice,
+    Team,
+)
 from compiler.model.naming import camel
 from compiler.source.conditions import read_conditions
 from compiler.source.conventions import read_alert_names, read_spec_annotations, read_spec_labels
+from compiler.source.disruptive import check_disruptive_steps
 from compiler.source.fleet import read_fleet
 from compiler.source.objective import (
     read_objective,
@@ -43,10 +56,8 @@ def build_slo(r: SpecReader) -> SLO | None:
     objective = read_objective(r, sli) if "objective" in data and r.readable("objective") else None
     normal, critical = _ranges(r, sli)
     fleet = read_fleet(r, sli, slice_, critical)
-    check_staleness_bounds(r, sli)
     no_data = read_no_data(r) if r.readable("no_data") else None
-    check_vanished_slice(r, slice_, None if no_data is None else no_data.vanished)
-    check_wait_limits(r)
+    _check_sections(r, slice_, sli, no_data)
     unit = read_unit(r, sli) if r.readable("unit") else None
     assumes, confirmed_by = read_conditions(r, slice_, sli) if slice_ is not None else ((), ())
     alert_names: tuple[tuple[AlertKey, str], ...] = ()
@@ -73,7 +84,7 @@ def build_slo(r: SpecReader) -> SLO | None:
         normal_range=normal,
         critical_range=critical,
         no_data=no_data,
-        mitigation=_mitigation(r, data["mitigation"]),
+        mitigation=_mitigation(data["mitigation"]),
         see_also=tuple(data.get("see_also", [])),
         scenarios=scenarios,
         mode=data.get("mode", "live"),
@@ -90,6 +101,15 @@ def build_slo(r: SpecReader) -> SLO | None:
         assumes=assumes,
         confirmed_by=confirmed_by,
     )
+
+
+def _check_sections(r: SpecReader, slice_: Slice | None, sli: SLI | None, no_data: NoData | None) -> None:
+    """The checks that add nothing to the model: staleness bounds, a vanished slice, waits, disruptive steps."""
+    check_staleness_bounds(r, sli)
+    check_vanished_slice(r, slice_, None if no_data is None else no_data.vanished)
+    check_wait_limits(r)
+    if r.readable("mitigation"):
+        check_disruptive_steps(r)
 
 
 def _explains(raw: list[SLOSpecExplainsItem]) -> tuple[Explains, ...]:
@@ -134,12 +154,11 @@ def _ranges(r: SpecReader, sli: SLI | None) -> tuple[Range | None, Range | None]
     return normal, critical
 
 
-def _mitigation(r: SpecReader, raw: SLOMitigation) -> Mitigation:
+def _mitigation(raw: SLOMitigation) -> Mitigation:
     return Mitigation(
         summary=raw["summary"].strip(),
         steps=tuple(step.strip() for step in raw["steps"]),
         stop_conditions=tuple(step.strip() for step in raw["stop_conditions"]),
         escalation=raw["escalation"].strip(),
         automation=raw.get("automation"),
-        step_positions=tuple(r.doc.position(("mitigation", "steps", index)) for index in range(len(raw["steps"]))),
     )

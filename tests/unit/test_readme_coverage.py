@@ -58,9 +58,8 @@ def _mixin_tables(section: str) -> dict[str, tuple[int, str, list[list[str]]]]:
 def _spec_names() -> set[str]:
     names = set()
     for path in (REPO_ROOT / "slo_specs").glob("*/*.yaml"):
-        match = re.search(r"^name:\s*(\S+)\s*$", path.read_text(encoding="utf-8"), re.M)
-        if match:
-            names.add(match.group(1))
+        # every document's name: a file may hold several specs (kubelet-certificate-expiry and -last-day)
+        names.update(re.findall(r"^name:\s*(\S+)\s*$", path.read_text(encoding="utf-8"), re.M))
     return names
 
 

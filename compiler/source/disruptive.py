@@ -8,16 +8,16 @@ before the disruptive command, the check that has to pass: a condition ("if", "o
 
 The rule reads the step's own text, up to the first disruptive command: "If it stays stale,
 cordon the node (kubectl cordon <node>)" passes; "Cordon it: kubectl cordon <node>" does not,
-however careful the steps before it are, because a step is read (and run) on its own. It is a
-note for now, not an error: the plan reports each such step with its position.
+however careful the steps before it are, because a step is read (and run) on its own. It is an
+error at the step, read with the spec's other sections, so a spec with other problems gets it
+in the same run.
 """
 
 from __future__ import annotations
 
 import re
 
-from compiler.diagnostics import Diagnostic
-from compiler.model import SLO, Model
+from compiler.source.reader import SpecReader
 
 DISRUPTIVE = re.compile(
     r"\bkubectl(?:\s+(?:-n|--namespace)[= ]?\s*\S+)?\s+(?:drain|cordon|delete)\b(?!-)"
@@ -40,23 +40,15 @@ def unchecked(step: str) -> str | None:
     return found.group()
 
 
-def disruptive_notes(slo: SLO) -> list[Diagnostic]:
-    notes = []
-    positions = slo.mitigation.step_positions
-    for index, step in enumerate(slo.mitigation.steps):
+def check_disruptive_steps(r: SpecReader) -> None:
+    """An error at each mitigation step that runs a disruptive command before naming its check."""
+    for index, step in enumerate(r.data["mitigation"]["steps"]):
         command = unchecked(step)
-        if command is None or index >= len(positions):
+        if command is None:
             continue
-        notes.append(
-            Diagnostic(
-                positions[index],
-                f"mitigation step {index + 1} runs {command!r} without saying first which check must pass: "
-                "put the condition before it in the step (\"If <check>, ...\", \"Only once <check>, ...\", "
-                "\"First confirm <check>; then ...\") or name the stop condition it waits for",
-            )
+        r.error(
+            ("mitigation", "steps", index),
+            f"mitigation step {index + 1} runs {command!r} without saying first which check must pass: "
+            'put the condition before it in the step ("If <check>, ...", "Only once <check>, ...", '
+            '"First confirm <check>; then ...") or name the stop condition it waits for',
         )
-    return notes
-
-
-def notes(model: Model) -> tuple[Diagnostic, ...]:
-    return tuple(note for slo in model.slos for note in disruptive_notes(slo))
