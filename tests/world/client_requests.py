@@ -46,6 +46,8 @@ def clients(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
 def control_plane_clients(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
     """Schedulers and controller-managers: the leader (replica 0) works, the standbys poll."""
     out: list[Series] = []
+    if cluster.control_plane == "managed" or cluster.localhost_binds:
+        return out  # no such targets, or every scrape refused
     for component, port in _PORTS.items():
         for number in range(cluster.schedulers):
             base = _base(cluster, stack.job(component), f"10.{cluster.index}.0.{number + 1}:{port}")

@@ -245,9 +245,23 @@ def _apiserver_gauges(world: World, cluster: Cluster, base: dict[str, str], scal
     return out
 
 
+def refused(world: World, cluster: Cluster, job: str, port: int, replicas: int) -> list[Series]:
+    """A component bound to 127.0.0.1 (kubeadm's defaults): its targets exist, every scrape is refused."""
+    return [
+        series(
+            "up",
+            _base(cluster, job, f"10.{cluster.index}.0.{number + 1}:{port}", namespace="kube-system"),
+            gauge(const(0.0), world.samples),
+        )
+        for number in range(replicas)
+    ]
+
+
 def etcd(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
-    if not stack.scrapes_etcd:
+    if not stack.scrapes_etcd or cluster.control_plane == "managed":
         return []
+    if cluster.localhost_binds:  # --listen-metrics-urls=http://127.0.0.1:2381
+        return refused(world, cluster, stack.job("etcd"), 2381, cluster.etcd_members)
     out = []
     for number in range(cluster.etcd_members):
         base = _base(cluster, stack.job("etcd"), f"10.{cluster.index}.0.{number + 1}:2381", namespace="kube-system")
@@ -265,6 +279,10 @@ def scheduler(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
     """Three schedulers; only the leader schedules, so only it has queue and attempt series."""
     out: list[Series] = []
     job, count = stack.job("kube-scheduler"), world.samples
+    if cluster.control_plane == "managed":
+        return []
+    if cluster.localhost_binds:  # --bind-address=127.0.0.1
+        return refused(world, cluster, job, 10259, cluster.schedulers)
     scale = _scale(cluster, world)
     for number in range(cluster.schedulers):
         base = _base(cluster, job, f"10.{cluster.index}.0.{number + 1}:10259", namespace="kube-system")

@@ -13,7 +13,7 @@ garbagecollector, nodelifecycle); the others are the long-standing controller qu
 from __future__ import annotations
 
 from tests.world import shapes
-from tests.world.control_plane import _base, _scale
+from tests.world.control_plane import _base, _scale, refused
 from tests.world.stack import StackView
 from tests.world.timeline import Series, const, gauge, series
 from tests.world.topology import Cluster, World
@@ -43,6 +43,10 @@ QUEUE_WAIT: shapes.Shape = ((1e-5, 0.3), (1e-4, 0.7), (1e-3, 0.9), (0.01, 0.97),
 def controller_manager(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
     out: list[Series] = []
     job, count = stack.job("kube-controller-manager"), world.samples
+    if cluster.control_plane == "managed":
+        return []
+    if cluster.localhost_binds:  # --bind-address=127.0.0.1
+        return refused(world, cluster, job, 10257, cluster.schedulers)
     scale = _scale(cluster, world)
     for number in range(cluster.schedulers):  # one per control-plane node, as the schedulers
         base = _base(cluster, job, f"10.{cluster.index}.0.{number + 1}:10257", namespace="kube-system")

@@ -25,6 +25,7 @@ from tests.world import (
     node_basics,
     node_lifecycle,
     nodes,
+    static_pods,
     untouched,
 )
 from tests.world.stack import StackView
@@ -47,6 +48,7 @@ def every_series(world: World, stack: StackView) -> list[Series]:
         out += controller_manager.controller_manager(world, cluster, stack)
         out += client_requests.clients(world, cluster, stack)
         out += nodes.kube_state_metrics(world, cluster, stack)
+        out += static_pods.series_for(world, cluster, stack)
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
         out += node_basics.series_for(world, cluster, stack)
@@ -90,6 +92,32 @@ class Fires:
 
 
 @dataclass(frozen=True)
+class Expected:
+    """An alert a deployment of the data set raises on purpose, and why it is right there.
+
+    It must be firing at ``by_minute`` (``pending_only``: it must pend at some minute and never
+    fire), and the quiet and page checks leave exactly it out (its alert name and slice; with
+    ``pending_only`` only its pending series), so every other alert still fails them.
+    """
+
+    alertname: str
+    why: str
+    matchers: tuple[tuple[str, str], ...]
+    by_minute: int = 0
+    pending_only: bool = False
+
+    def selector(self, state: str | None = None) -> str:
+        labels = {"alertname": self.alertname, **dict(self.matchers)}
+        if state is not None:
+            labels["alertstate"] = state
+        return "ALERTS{" + ",".join(f'{key}="{value}"' for key, value in labels.items()) + "}"
+
+    def excused(self) -> str:
+        """The ALERTS series the quiet and page checks leave out."""
+        return self.selector("pending" if self.pending_only else None)
+
+
+@dataclass(frozen=True)
 class Expectations:
     """What a data set asserts about ALERTS between ``quiet_from`` and the end of the data."""
 
@@ -102,11 +130,16 @@ class Expectations:
     # No page (pending counts) from minute 0, warm-up included: day one says so for every file, which is
     # what lets an incident leave out the files its fault cannot change (tests/world/untouched.py).
     no_pages: bool = False
+    expected: tuple[Expected, ...] = ()  # alerts the data set raises on purpose (checked both ways)
 
 
 def _windows(start: int, end: int) -> list[int]:
     """Window end times covering (start, end] in WINDOW_MIN steps."""
     return [*list(range(start + WINDOW_MIN, end, WINDOW_MIN)), end]
+
+
+def _excused(expect: Expectations, window: str) -> str:
+    return "".join(f" unless max_over_time({item.excused()}{window})" for item in expect.expected)
 
 
 def _quiet_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
@@ -116,7 +149,8 @@ def _quiet_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
     tests: list[dict[str, object]] = []
     previous = expect.quiet_from
     for end in _windows(expect.quiet_from, world.minutes):
-        expr = f'max_over_time(ALERTS{{alertstate=~"pending|firing"{skip}}}[{end - previous}m])'
+        window = f"[{end - previous}m]"
+        expr = f'max_over_time(ALERTS{{alertstate=~"pending|firing"{skip}}}{window})' + _excused(expect, window)
         tests.append({"expr": expr, "eval_time": f"{end}m", "exp_samples": []})
         previous = end
     return tests
@@ -133,6 +167,7 @@ def _page_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
         expr = f'max_over_time(ALERTS{{severity="page",shadow!="true"{skip}}}{window})'
         for allowed in expect.pages_only or ():
             expr += f" unless max_over_time({allowed}{window})"
+        expr += _excused(expect, window)
         tests.append({"expr": expr, "eval_time": f"{end}m", "exp_samples": []})
         previous = end
     return tests
@@ -147,6 +182,23 @@ def _fires_tests(expect: Expectations) -> list[dict[str, object]]:
         }
         for fires in expect.fires
     ]
+
+
+def _expected_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
+    """Each expected alert fires by its minute, or (pending only) pends at some minute and never fires."""
+    tests: list[dict[str, object]] = []
+    one = [{"labels": "{}", "value": 1}]
+    span, end = f"[{world.minutes}m:1m]", f"{world.minutes}m"
+    for item in expect.expected:
+        if item.pending_only:
+            pended = f"clamp_max(count(max_over_time({item.selector('pending')}{span})), 1)"
+            tests.append({"expr": pended, "eval_time": end, "exp_samples": one})
+            fired = f"count(max_over_time({item.selector('firing')}{span}))"
+            tests.append({"expr": fired, "eval_time": end, "exp_samples": []})
+        else:
+            fires = f"clamp_max(count({item.selector('firing')}), 1)"
+            tests.append({"expr": fires, "eval_time": f"{item.by_minute}m", "exp_samples": one})
+    return tests
 
 
 def _raising_tests(world: World, expect: Expectations) -> list[dict[str, object]]:
@@ -182,6 +234,7 @@ def write_test(
         _quiet_tests(world, expect)
         + _page_tests(world, expect)
         + _fires_tests(expect)
+        + _expected_tests(world, expect)
         + _raising_tests(world, expect)
         + _premise_tests(expect)
     )

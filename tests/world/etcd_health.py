@@ -62,7 +62,7 @@ def member_id(cluster: Cluster, number: int) -> str:
 
 
 def etcd_health(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
-    if not stack.scrapes_etcd:
+    if not stack.scrapes_etcd or cluster.control_plane == "managed" or cluster.localhost_binds:
         return []
     out: list[Series] = []
     count, scale = world.samples, _scale(cluster, world)

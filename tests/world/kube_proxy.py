@@ -11,6 +11,12 @@ reads it (only a runbook step), so it is not written. Both stacks scrape it as
 only with ``kubeProxy: true``), a pod target of the kube-proxy DaemonSet. A rebooting node's
 kube-proxy is not scraped (``up`` 0 on the node's address); it comes back with a full sync,
 so its timestamp is fresh and its histogram starts again from 0.
+
+Two deployments differ (``Cluster``): with kubeadm's default ``metricsBindAddress``
+(127.0.0.1:10249) every target is down and nothing else is scraped, although kube-proxy works;
+on an idle cluster (no Service or endpoint changes) the proxier syncs only on its hourly resync
+(``NewBoundedFrequencyRunner(..., minSyncPeriod, time.Hour, ...)``, kubernetes PR #129329), so the
+timestamp advances once an hour, nothing is pending and nothing is programmed.
 """
 
 from __future__ import annotations
@@ -52,15 +58,27 @@ def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]
     return out
 
 
+RESYNC_S = 3600  # the iptables proxier's resync when idle
+
+
 def _kube_proxy(world: World, node: Node, stack: StackView) -> list[Series]:
     base, count = _base(node, stack), world.samples
+    cluster = world.cluster(node.cluster)
+    if cluster.localhost_binds:
+        return [series("up", base, [None if up is None else 0.0 for up in _up(world, node)])]
     scraped = _scraped(world, node)
     jitter = zlib.crc32(node.name.encode()) % 29  # seconds between the last sync and a scrape
+    phase = zlib.crc32(node.name.encode()) % RESYNC_S  # when this node's hourly resync falls
 
     def synced(i: int) -> float | None:
-        return float(max(i * STEP_S - (jitter + 7 * i) % 29, 0)) if scraped(i) else None
+        if not scraped(i):
+            return None
+        if cluster.kube_proxy_idle:
+            return float((i * STEP_S - phase) // RESYNC_S * RESYNC_S + phase)
+        return float(max(i * STEP_S - (jitter + 7 * i) % 29, 0))
 
-    changes: Callable[[int], float | None] = lambda i: 0.4 if scraped(i) else None  # noqa: E731
+    rate = 0.0 if cluster.kube_proxy_idle else 0.4
+    changes: Callable[[int], float | None] = lambda i: rate if scraped(i) else None  # noqa: E731
     pending: Callable[[int], float | None] = lambda i: 0.0 if scraped(i) else None  # noqa: E731
     out = [
         series("up", base, _up(world, node)),

@@ -48,19 +48,26 @@ def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]
 
 
 def _timex(world: World, node: Node, base: dict[str, str]) -> list[Series]:
-    """chrony keeps the offset within a millisecond or two, wandering around zero."""
+    """chrony keeps the offset within a millisecond or two, wandering around zero.
+
+    Without ``rtcsync`` in chrony.conf chrony leaves the kernel's STA_UNSYNC flag set (the flag
+    drives the kernel's 11-minute RTC mode), so node-exporter reads sync status 0 on a healthy
+    node, while the maximum error chrony hands the kernel stays at tens of milliseconds.
+    """
     scraped, count, seed = _scraped(world, node), world.samples, _seed(node)
     amplitude = 0.0004 + (seed % 13) * 0.0001  # 0.4-1.6 ms
+    rtcsync = world.cluster(node.cluster).chrony_rtcsync
+    floor, swing, flag = (0.004, 0.002, 1.0) if rtcsync else (0.02, 0.03, 0.0)
 
     def offset(i: int) -> float | None:
         return amplitude * math.sin(i / 17 + seed % 7) if scraped(i) else None
 
     def maxerror(i: int) -> float | None:
-        return 0.004 + 0.002 * abs(math.sin(i / 29 + seed % 5)) if scraped(i) else None
+        return floor + swing * abs(math.sin(i / 29 + seed % 5)) if scraped(i) else None
 
     return [
         series("node_timex_offset_seconds", base, gauge(offset, count)),
-        series("node_timex_sync_status", base, gauge(lambda i: 1.0 if scraped(i) else None, count)),
+        series("node_timex_sync_status", base, gauge(lambda i: flag if scraped(i) else None, count)),
         series("node_timex_maxerror_seconds", base, gauge(maxerror, count)),
     ]
 

@@ -28,6 +28,8 @@ def zone_key(zone: str) -> str:
 
 def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
     job = stack.job("kube-controller-manager")
+    if cluster.control_plane == "managed" or cluster.localhost_binds:
+        return []  # no controller-manager to scrape, or its scrape is refused
     # The leader (replica 0) exports the zone series; the targets' `up` is written once, by
     # tests/world/controller_manager.py, which owns the three controller-manager targets.
     base = _base(cluster, job, f"10.{cluster.index}.0.1:10257", namespace="kube-system")

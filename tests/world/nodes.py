@@ -3,7 +3,9 @@
 A node that is ``down`` (rebooting, unreachable) fails its scrapes: ``up`` is 0 and every other
 series of its targets is stale, and its counters start again from 0 when it returns; the node
 controller marks it Ready unknown. A ``deleted`` node has no targets and no Node object: its
-series simply end (a stale marker, then nothing), ``up`` included.
+series simply end (a stale marker, then nothing), ``up`` included. A node that ``joins`` mid-day
+(the cluster-autoscaler's scale-up) has no series before it joins; its Node object is created
+then (``kube_node_created``) and reports Ready false for its first minute and a half.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable
 from tests.world import shapes
 from tests.world.stack import StackView
 from tests.world.timeline import STEP_S, Series, counter, gauge, series, steps
-from tests.world.topology import Cluster, Node, World, minute_of
+from tests.world.topology import JOIN_NOT_READY_MIN, Cluster, Node, World, minute_of
 
 Condition = Callable[[int], bool]
 
@@ -23,17 +25,23 @@ def _flags(world: World, node: Node, kind: str) -> list[bool]:
     return [world.node_fault(node, kind, minute_of(i)) is not None for i in range(world.samples)]
 
 
+def _absent(world: World, node: Node) -> list[bool]:
+    """Samples at which the node does not exist: deleted, or not joined yet."""
+    deleted, joining = _flags(world, node, "deleted"), _flags(world, node, "joins")
+    return [d or j for d, j in zip(deleted, joining, strict=True)]
+
+
 def _gone(world: World, node: Node) -> Condition:
-    return _flags(world, node, "deleted").__getitem__
+    return _absent(world, node).__getitem__
 
 
 def _scraped(world: World, node: Node) -> Condition:
-    gone, down = _flags(world, node, "deleted"), _flags(world, node, "down")
+    gone, down = _absent(world, node), _flags(world, node, "down")
     return [not (g or d) for g, d in zip(gone, down, strict=True)].__getitem__
 
 
 def _up(world: World, node: Node) -> list[float | None]:
-    gone, down = _flags(world, node, "deleted"), _flags(world, node, "down")
+    gone, down = _absent(world, node), _flags(world, node, "down")
     return [None if g else (0.0 if d else 1.0) for g, d in zip(gone, down, strict=True)]
 
 
@@ -157,7 +165,10 @@ def _ready_status(world: World, node: Node, i: int) -> str:
     minute = minute_of(i)
     if world.node_fault(node, "down", minute):
         return "unknown"
-    if world.node_fault(node, "notready", minute):
+    if world.node_fault(node, "notready", minute) or world.node_fault(node, "joins", minute):
+        return "false"  # not joined yet: no series then; "false" so the join is no Ready-to-NotReady turn
+    joined = world.joined_at(node)
+    if joined is not None and minute < joined + JOIN_NOT_READY_MIN:
         return "false"
     hung = world.node_fault(node, "pleg-hung", minute)
     if hung and minute >= hung.start + 3:  # "PLEG is not healthy" after 3 minutes
@@ -189,7 +200,9 @@ def _node_object(world: World, node: Node, base: dict[str, str]) -> list[Series]
             out.append(series("kube_node_status_condition", labels, healthy))
     present = gauge(_unless_gone(world, node, 1.0), count)
     out.append(series("kube_node_spec_unschedulable", base, gauge(_unless_gone(world, node, 0.0), count)))
-    out.append(series("kube_node_created", base, gauge(_unless_gone(world, node, NODE_CREATED_AT), count)))
+    joined = world.joined_at(node)
+    created = NODE_CREATED_AT if joined is None else joined * 60.0
+    out.append(series("kube_node_created", base, gauge(_unless_gone(world, node, created), count)))
     out.append(series("kube_node_info", {**base, "internal_ip": node.ip, "kubelet_version": "v1.30.4"}, present))
     labels = {**base, "label_node_pool": node.pool, "label_topology_kubernetes_io_zone": node.zone}
     out.append(series("kube_node_labels", labels, present))

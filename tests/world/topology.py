@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 MINUTE = 60
+JOIN_NOT_READY_MIN = 1.5  # a new node reports NotReady until its CNI and kubelet are up
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,21 @@ class Cluster:
     etcd_members: int = 3
     schedulers: int = 3
     coredns_replicas: int = 2
+    # How the cluster is deployed (issue 24: the deployments the specs' assumptions cover).
+    # "self-managed": kube-scheduler, kube-controller-manager and etcd run as static pods of three
+    # control-plane nodes (10.<index>.0.1-3) and Prometheus scrapes them; "managed" (EKS, GKE, AKS):
+    # the provider runs them, so there are no such targets and no such pods, only the apiservers.
+    control_plane: str = "self-managed"
+    # kubeadm's defaults: kube-proxy's metrics on 127.0.0.1:10249, the scheduler's and the
+    # controller-manager's secure ports and etcd's metrics (127.0.0.1:2381) on loopback. The targets
+    # exist (the chart's Services find the pods) and every scrape is refused: `up` 0, no series.
+    localhost_binds: bool = False
+    # chrony without `rtcsync` leaves the kernel's STA_UNSYNC flag set: node_timex_sync_status 0 on
+    # every healthy node, while chrony keeps maxerror at tens of milliseconds.
+    chrony_rtcsync: bool = True
+    # Nothing changes Services or endpoints: the iptables proxier syncs only on its hourly resync,
+    # so the last-sync timestamp advances once an hour and no change is ever pending.
+    kube_proxy_idle: bool = False
 
 
 @dataclass(frozen=True)
@@ -47,7 +63,9 @@ class Fault:
     Ready unknown), ``notready`` (the kubelet runs and reports Ready false), ``pleg-hung`` (the
     relist loop stops; the kubelet reports NotReady 3 minutes later), ``nic-errors``
     (``ratio`` of received packets errored), ``deleted`` (the Node object and its targets are
-    gone). Cluster kind: ``apiserver-5xx`` (``ratio`` of every request class answers 500).
+    gone), ``joins`` (the node does not exist until ``end``: the cluster-autoscaler adds it then;
+    it reports Ready false for its first ``JOIN_NOT_READY_MIN`` minutes). Cluster kind:
+    ``apiserver-5xx`` (``ratio`` of every request class answers 500).
     """
 
     kind: str
@@ -87,6 +105,13 @@ class World:
 
     def all_nodes(self) -> list[Node]:
         return [node for cluster in self.clusters for node in self.nodes(cluster)]
+
+    def cluster(self, name: str) -> Cluster:
+        return next(cluster for cluster in self.clusters if cluster.name == name)
+
+    def joined_at(self, node: Node) -> float | None:
+        """The minute a node added during the data set joined (its ``joins`` fault ends), or None."""
+        return next((fault.end for fault in self.faults(node, "joins")), None)
 
     def faults(self, node: Node, kind: str) -> tuple[Fault, ...]:
         return tuple(fault for fault in self.node_faults.get(node.name, ()) if fault.kind == kind)
@@ -133,7 +158,50 @@ PROD_EAST = Cluster(
         Pool("infra", (("us-east-1a", 10),)),
     ),
 )
-PROD_WEST = Cluster("prod-west", 2, (Pool("gpu-train", (("us-west-2a", 8), ("us-west-2b", 8))),))
+# A quiet training cluster: chrony runs without rtcsync and nothing changes its Services all day.
+PROD_WEST = Cluster(
+    "prod-west",
+    2,
+    (Pool("gpu-train", (("us-west-2a", 8), ("us-west-2b", 8))),),
+    chrony_rtcsync=False,
+    kube_proxy_idle=True,
+)
+# A kubeadm cluster with kubeadm's default binds: kube-proxy, kube-scheduler, kube-controller-manager
+# and etcd serve their metrics on 127.0.0.1 only, so each of their targets is down, all day. One
+# control-plane node, as small kubeadm clusters run.
+EDGE_KUBEADM = Cluster(
+    "edge-kubeadm",
+    3,
+    (Pool("general", (("eu-central-1a", 4),)),),
+    apiservers=1,
+    etcd_members=1,
+    schedulers=1,
+    localhost_binds=True,
+)
+# A batch cluster the cluster-autoscaler scales: 3 nodes join the 12-node cpu pool at minute 90
+# (3 of 15, over 5% of the slice) and the 3-node spot pool is scaled to zero at minute 130.
+BATCH = Cluster(
+    "batch-central",
+    4,
+    (Pool("cpu", (("us-east-2a", 15),)), Pool("spot", (("us-east-2a", 3),))),
+)
+SCALE_UP_NODES = tuple(f"batch-central-cpu-a-{number:02d}" for number in range(12, 15))
+SCALE_UP_AT = 90
+SCALED_TO_ZERO_NODES = tuple(f"batch-central-spot-a-{number:02d}" for number in range(3))
+# After 2 hours of history (a vanished slice is judged once the spec has 2h, see node-readiness);
+# the autoscaler removes empty nodes one after another.
+SCALE_TO_ZERO_AT = 130
+# A managed control plane (EKS): two apiservers behind the endpoint, no scheduler, controller-manager
+# or etcd to scrape. Its own Prometheus judges it (absent() is per Prometheus): day_one_managed().
+EKS_APPS = Cluster(
+    "eks-apps",
+    5,
+    (Pool("apps", (("us-east-1a", 3), ("us-east-1b", 3))),),
+    apiservers=2,
+    etcd_members=0,
+    schedulers=0,
+    control_plane="managed",
+)
 
 # The day-one trickle: one node of the largest slice reboots for a kernel update, NotReady
 # (Ready unknown, scrapes failing) for 5 minutes, as nodes do every day somewhere in a fleet.
@@ -143,7 +211,18 @@ TRICKLE = Fault("down", start=100, end=105)
 DAY_ONE_MINUTES = 240
 
 
+def _autoscaler() -> dict[str, tuple[Fault, ...]]:
+    joins = {name: (Fault("joins", 0, SCALE_UP_AT),) for name in SCALE_UP_NODES}
+    scaled = {name: (Fault("deleted", SCALE_TO_ZERO_AT + n),) for n, name in enumerate(SCALED_TO_ZERO_NODES)}
+    return {**joins, **scaled}
+
+
 def day_one() -> World:
-    """Two healthy clusters for four hours, with the normal trickle of one node rebooting."""
-    world = World(clusters=(PROD_EAST, PROD_WEST), minutes=DAY_ONE_MINUTES)
-    return world.with_node_faults({TRICKLE_NODE: (TRICKLE,)})
+    """The healthy fleet for four hours: the normal trickle of one node rebooting, a scale-up and a scale-to-zero."""
+    world = World(clusters=(PROD_EAST, PROD_WEST, EDGE_KUBEADM, BATCH), minutes=DAY_ONE_MINUTES)
+    return world.with_node_faults({TRICKLE_NODE: (TRICKLE,), **_autoscaler()})
+
+
+def day_one_managed() -> World:
+    """A managed control plane's healthy day, as its own Prometheus sees it."""
+    return World(clusters=(EKS_APPS,), minutes=DAY_ONE_MINUTES)
