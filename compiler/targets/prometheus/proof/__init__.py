@@ -36,7 +36,9 @@ The package, in the order a case is built:
   tickets and the slice's page when enough units are out), ``cases_herd`` (a relative bound
   crossed at exactly its edge from the documented normal level), ``cases_storm`` (a crossing that
   outlasts the offset, a step that becomes the new normal, slow growth), ``cases_vanished`` (a
-  slice whose series disappear, every slice gone, a rename);
+  slice whose series disappear, every slice gone, a rename), ``cases_conditions`` (a page case
+  replayed with an assumption or confirmation broken and absent: no page; a broken assumption's
+  ticket), with ``conditions`` the values that make a condition hold or break;
 - ``gotemplate`` and ``humanize``: the annotation text promtool expects.
 
 Every margin a case adds to an exact time or value is a named constant in its module.
