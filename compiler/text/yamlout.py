@@ -156,8 +156,20 @@ def _resolved_tag(value: str) -> str:
     return tag
 
 
-@functools.lru_cache(maxsize=65_536, typed=True)
 def _scalar(value: str | int | float | bool | None) -> str:
+    """``_scalar_text``, memoised; but 0.0 and -0.0 are equal keys PyYAML writes apart, so a zero float is
+    never looked up (the cache would answer one with the other's text)."""
+    if type(value) is float and value == 0.0:
+        return _scalar_text(value)
+    return _scalar_cached(value)
+
+
+@functools.lru_cache(maxsize=65_536, typed=True)
+def _scalar_cached(value: str | int | float | bool | None) -> str:
+    return _scalar_text(value)
+
+
+def _scalar_text(value: str | int | float | bool | None) -> str:
     """PyYAML's text for one scalar as a block mapping value at column 0 (continuation lines at 2).
 
     Most strings of a generated file (series, sample vectors, expressions) are written plain, as

@@ -29,7 +29,9 @@ with a positioned error.
   (refused); an offset in it delays the 0, and no-data pended in the test's first minutes (the test now
   judges from the presence's first value); one that reads 0 while targets are up (``changes(up[1m])``)
   can never tell up from down (refused); one over a counter was fed a flat gauge, whose rate is 0 (the
-  test now feeds a counter).
+  test now feeds a counter);
+- the traffic-guard trickle sized by the fastest pair's guard: another pair of the same alert name with a
+  budget share under 1x burn (a smaller guard) pended on it (the trickle is now sized by the smallest).
 """
 
 from __future__ import annotations
@@ -140,6 +142,14 @@ OUTPUT_CASES: dict[str, str] = {
     "absent-as-zero-presence-with-an-offset": absent_as_zero("up offset 5m"),
     "absent-as-zero-presence-with-a-long-offset": absent_as_zero("up offset 1h"),
     "absent-as-zero-presence-reading-a-counter": absent_as_zero("rate(process_cpu_seconds_total[5m]) > 0"),
+    # The trickle case was sized by the fastest pair's traffic guard; a pair of the same name whose budget
+    # share is under 1x burn has a smaller guard, and pended on the trickle.
+    "trickle-under-a-pair-with-a-smaller-guard": burn_alerts(
+        "99.9%",
+        "    - {severity: ticket, long: 1h, short: 5m, factor: 3, keep_firing_for: 1m}\n"
+        "    - {severity: ticket, long: 1h, short: 10m, budget_share: 1%, for: 5m}\n"
+        "    - {severity: info, long: 1h, short: 5m, factor: 2, keep_firing_for: 1m}\n",
+    ).replace("period: 28d", "period: 1d"),
     "duration-bound-just-under-the-limit": gauge("sum by (cluster) (x)", "max: 9e14").replace(
         "normal_range:", "unit: seconds\nnormal_range:"
     ),

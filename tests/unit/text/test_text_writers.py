@@ -153,3 +153,10 @@ def test_every_shipped_dashboard_is_what_the_json_module_writes() -> None:
         text = path.read_text(encoding="utf-8")
         data = json.loads(text)
         assert jsonout.dumps(data) + "\n" == text, path
+
+
+def test_signed_zeros_are_written_apart_whichever_comes_first() -> None:
+    """0.0 and -0.0 are equal keys to a cache; PyYAML writes them apart, and so must the writer."""
+    for first, second in ((-0.0, 0.0), (0.0, -0.0)):
+        assert yamlout.dump({"a": first}) == yamlout.pyyaml_dump({"a": first})
+        assert yamlout.dump({"a": second}) == yamlout.pyyaml_dump({"a": second})

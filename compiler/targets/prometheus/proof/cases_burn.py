@@ -210,7 +210,9 @@ def trickle(ctx: SpecContext, burns: Sequence[AlertRule]) -> Group | None:
     assert fastest.burn is not None
     long_min = minutes(fastest.burn.long_ms)
     history_events = DEFAULT_RATE * TRICKLE_HISTORY_MIN * 60
-    allowed = objective.guard_share(fastest.burn) * objective.budget * history_events
+    # Sized by the smallest guard of any pair: pairs sharing an alert name (budget shares under 1x
+    # burn included) are all held back, and the check by name cannot see one of them pend.
+    allowed = min(objective.guard_share(r.burn) for r in burns if r.burn) * objective.budget * history_events
     rate = clean_number(TRICKLE_GUARD_SHARE * allowed / (long_min * 60))
     end = TRICKLE_HISTORY_MIN + long_min + minutes(fastest.for_ms) + STEP_MIN  # the evaluation it would fire by
     timeline = Timeline.constant(NONE_BAD, TRICKLE_HISTORY_MIN).then(ALL_BAD, end - TRICKLE_HISTORY_MIN, rate=rate)
