@@ -67,6 +67,21 @@ OWN_LABELS = frozenset(
 OWN_ANNOTATIONS = frozenset({"summary", "description", "runbook_url", "mitigation", "mitigation_steps"})
 
 
+# What cannot stand raw in a YAML comment or a terminal line: control characters, YAML's line
+# breaks (NEL, LS, PS) and what PyYAML refuses to read (its NON_PRINTABLE, plus the BOM).
+_UNSAFE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+
+
+def unsafe(text: str) -> bool:
+    """Whether ``text`` holds a character that a plain line of the spec cannot carry (newline, control, ...)."""
+    return _UNSAFE.search(text) is not None
+
+
+def escaped(text: str) -> str:
+    """``text`` with every unsafe character as a ``\\uXXXX`` escape: safe in a comment and on a terminal."""
+    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
 def spec_name(*parts: str) -> str:
     """A spec name (a lower-case DNS label) from the source's identifiers."""
     text = "-".join(part for part in parts if part).lower()

@@ -6,7 +6,17 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostics
 from compiler.importers import queries
-from compiler.importers.draft import Draft, Refusal, add_labels, mapping, sequence, spec_name
+from compiler.importers.draft import (
+    LABEL_NAME_OK,
+    Draft,
+    Refusal,
+    add_labels,
+    escaped,
+    mapping,
+    sequence,
+    spec_name,
+    unsafe,
+)
 from compiler.promql import parse_duration
 from compiler.source.load import Document, PathKey
 
@@ -17,9 +27,24 @@ NOT_SLO = "nothing to import: an OpenSLO {kind} holds no SLO"
 def read(document: Document, data: dict[str, Any], base: PathKey, diagnostics: Diagnostics) -> list[Draft | Refusal]:
     """One OpenSLO object (``data`` at ``base`` in the document): a spec per objective of an SLO."""
     kind = data.get("kind")
-    name = str((data.get("metadata") or {}).get("name", "")) if isinstance(data.get("metadata"), dict) else ""
+    metadata = data.get("metadata")
+    name = str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
     if kind != "SLO":
         return [Refusal(document.position((*base, "kind")), name, NOT_SLO.format(kind=kind), skipped=True)]
+    if not isinstance(metadata, dict) or not isinstance(metadata.get("name"), str) or not metadata["name"]:
+        at = (*base, "metadata") if isinstance(metadata, dict) or "metadata" in data else base
+        diagnostics.error(document.position(at), "an OpenSLO SLO needs 'metadata:', a mapping with a 'name'")
+        return []
+    spec_value = data.get("spec")
+    if not isinstance(spec_value, dict):
+        at = (*base, "spec") if "spec" in data else base
+        diagnostics.error(document.position(at), "an OpenSLO SLO needs 'spec:', a mapping")
+        return []
+    service = str(spec_value.get("service", ""))
+    for text, at in ((service, (*base, "spec", "service")), (name, (*base, "metadata", "name"))):
+        if unsafe(text):
+            reason = f"the name '{escaped(text)}' holds a line break or control character, which a spec cannot carry"
+            return [Refusal(document.position(at), name, reason + ": rename it")]
     spec = mapping(data.get("spec"))
     ratio, why = _ratio(spec, data["apiVersion"] == "openslo/v1")
     window = _period(spec)
@@ -80,7 +105,7 @@ def _ratio(spec: dict[str, Any], v1: bool) -> tuple[tuple[str, str, str, tuple[s
         indicator = mapping(spec.get("indicator"))
         if "indicatorRef" in spec:
             return None, "the SLI is a reference (indicatorRef); import the SLO with its SLI inline"
-        metric = (indicator.get("spec") or {}).get("ratioMetric") if isinstance(indicator.get("spec"), dict) else None
+        metric = mapping(indicator.get("spec")).get("ratioMetric")
     else:
         objectives = sequence(spec.get("objectives"))
         metric = objectives[0].get("ratioMetrics") if objectives and isinstance(objectives[0], dict) else None
@@ -92,6 +117,9 @@ def _ratio(spec: dict[str, Any], v1: bool) -> tuple[tuple[str, str, str, tuple[s
         return None, good if isinstance(good, str) else str(total)
     if good[1] != total[1]:
         return None, "the good and total queries aggregate by different labels"
+    wrong = [label for label in good[1] if not LABEL_NAME_OK.match(label)]
+    if wrong:
+        return None, f"the query aggregates by '{escaped(wrong[0])}', which is not a Prometheus label name"
     return (field, good[0], total[0], good[1]), ""
 
 
@@ -101,12 +129,14 @@ def _query(source: Any, v1: bool) -> tuple[str, tuple[str, ...]] | str:
         return "the ratio metric lacks a good (or bad) or total source"
     if v1:
         metric = mapping(source.get("metricSource"))
-        kind, query = str(metric.get("type", "")), (metric.get("spec") or {}).get("query")
+        kind, query = str(metric.get("type", "")), mapping(metric.get("spec")).get("query")
     else:
         kind, query = str(source.get("source", "")), source.get("query")
     if kind.lower() not in ("prometheus", "sloth"):
         return f"the metric source is {kind or 'not named'}, not Prometheus"
-    found = queries.counter(str(query)) if query is not None else None
+    if not isinstance(query, str):
+        return "the metric source has no query (spec.query, a string)"
+    found = queries.counter(query)
     if found is None:
         return f"the query {query!r} is not a counter selector or {queries.WANTED}"
     return found
@@ -119,6 +149,8 @@ def _period(spec: dict[str, Any]) -> tuple[str, str]:
     if len(windows) != 1:
         return "", "the SLO needs exactly one time window"
     window = windows[0]
+    if not isinstance(window, dict):
+        return "", "the time window is not a mapping (duration, isRolling)"
     if "calendar" in window or window.get("isRolling") is False:
         return "", "a calendar time window resets the budget on a date; periods here are rolling windows"
     if "duration" in window:

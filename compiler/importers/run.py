@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,8 +12,8 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostics, Position
 from compiler.importers import emit, openslo, sloth
-from compiler.importers.draft import Draft, Refusal
-from compiler.source.load import Document, PathKey, load_text
+from compiler.importers.draft import Draft, Refusal, escaped
+from compiler.source.load import MAX_FILE_BYTES, Document, PathKey, load_text
 from compiler.source.placeholders import MARKER
 
 SLOTH_VERSIONS = "prometheus/v1, sloth.slok.dev/v1 PrometheusServiceLevel or openslo/v1alpha"
@@ -41,18 +44,42 @@ def import_files(fmt: str, files: list[str], out: Path, force: bool) -> tuple[Ou
 
 
 def _read_file(fmt: str, name: str, diagnostics: Diagnostics) -> list[Draft | Refusal]:
-    try:
-        text = Path(name).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        diagnostics.error(Position(name, 1, 1), f"cannot read the file: {getattr(exc, 'strerror', None) or exc}")
+    text = _read_text(name, diagnostics)
+    if text is None:
         return []
+    before = len(diagnostics)
     results: list[Draft | Refusal] = []
     for document in load_text(text, name, diagnostics):
+        if document.data is None:  # an empty document (`---` and comments): nothing to import
+            continue
         items = document.data if isinstance(document.data, list) else [document.data]
         for index, item in enumerate(items):
             base: PathKey = (index,) if isinstance(document.data, list) else ()
             results += _read_document(fmt, document, item, base, diagnostics)
+    if not results and len(diagnostics) == before:
+        diagnostics.error(Position(name, 1, 1), f"no SLOs in {name}: the file is empty or holds only comments")
     return results
+
+
+def _read_text(name: str, diagnostics: Diagnostics) -> str | None:
+    """The text of one input file (a pipe too), read up to the size limit of a spec file."""
+    where = Position(name, 1, 1)
+    try:
+        with open(name, "rb") as handle:  # noqa: PTH123 - a pipe is read in chunks, bounded
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        diagnostics.error(where, f"cannot read the file: {exc.strerror or exc}")
+        return None
+    if len(raw) > MAX_FILE_BYTES:
+        diagnostics.error(where, f"file is larger than {MAX_FILE_BYTES} bytes, the limit for spec files")
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        diagnostics.error(Position(name, line, col), "cannot read the file: not valid UTF-8")
+        return None
 
 
 def _read_document(
@@ -107,6 +134,11 @@ def _write(draft: Draft, source: str, out: Path, force: bool, outcome: Outcome) 
     if any(path == target for path, _ in outcome.written):
         outcome.diagnostics.error(draft.where, f"a second SLO imports as {draft.name}; not written: rename one")
         return
+    if target.is_symlink():
+        outcome.diagnostics.error(
+            draft.where, f"{target} is a symbolic link; not written (import writes only regular files in --out)"
+        )
+        return
     if target.exists() and not force:
         outcome.diagnostics.error(
             draft.where, f"{target} exists; not overwritten (run again with --force to replace it)"
@@ -120,11 +152,28 @@ def _write(draft: Draft, source: str, out: Path, force: bool, outcome: Outcome) 
         draft.alert_name = None
     try:
         out.mkdir(parents=True, exist_ok=True)
-        target.write_text(emit.render(draft, source), encoding="utf-8")
+        _write_regular(target, emit.render(draft, source).encode("utf-8"), force)
     except OSError as exc:
         outcome.diagnostics.error(draft.where, f"cannot write {target}: {exc.strerror or exc}")
         return
     outcome.written.append((target, draft))
+
+
+def _write_regular(target: Path, data: bytes, force: bool) -> None:
+    """Write ``target`` without following a symbolic link, nor writing through a hard link to another file."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (0 if force else os.O_EXCL)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "it is a symbolic link") from exc
+        raise
+    with os.fdopen(fd, "wb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink > 1:
+            raise OSError(errno.EPERM, "it is not a regular file of its own (a hard link?); not replaced")
+        handle.truncate(0)
+        handle.write(data)
 
 
 def _report(outcome: Outcome) -> None:
@@ -136,12 +185,12 @@ def _report(outcome: Outcome) -> None:
             if set(draft.severities) in ({"page", "ticket"}, set())
             else f"Sloth's {draft.severities[0]} window pairs only, no `for`"
         )
-        print(f"wrote {path} ({draft.origin}): {policy}; {count} placeholder(s) to fill in")
+        print(escaped(f"wrote {path} ({draft.origin}): {policy}; {count} placeholder(s) to fill in"))
         for note in draft.notes:
-            print(f"  note: {note}")
+            print(escaped(f"  note: {note}"))
     for item in outcome.skipped:
-        print(f"{item.where}: {item.reason}")
+        print(escaped(f"{item.where}: {item.reason}"))
     for item in outcome.refused:
-        print(f"{item.where}: not imported: SLO {item.slo}: {item.reason}", file=sys.stderr)
+        print(escaped(f"{item.where}: not imported: SLO {item.slo}: {item.reason}"), file=sys.stderr)
     if outcome.diagnostics:
         print(outcome.diagnostics.render(), file=sys.stderr)

@@ -8,19 +8,24 @@ from compiler.diagnostics import Diagnostics
 from compiler.importers import queries
 from compiler.importers.draft import (
     ALERT_NAME_OK,
+    LABEL_NAME_OK,
     Draft,
     Refusal,
     add_annotations,
     add_labels,
+    escaped,
     mapping,
     sequence,
     spec_name,
+    unsafe,
 )
 from compiler.source.load import Document, PathKey
 
 SLOTH_PERIOD_NOTE = (
     "Sloth's default period (sloth generate --default-slo-period, 30d unless set); change it if yours differs"
 )
+NAME_UNSAFE = "the name '{}' holds a line break or control character, which a spec cannot carry: rename it"
+BY_WRONG = "the query aggregates by '{}', which is not a Prometheus label name"
 # The CRD writes the same fields in camelCase.
 _CAMEL = {
     "error_query": "errorQuery",
@@ -61,6 +66,9 @@ def _get(mapping: Any, name: str, crd: bool) -> Any:
 def _slo(document: Document, spec: dict[str, Any], slo: dict[str, Any], key: PathKey, crd: bool) -> Draft | Refusal:
     service, name = str(spec.get("service", "")), str(slo.get("name", ""))
     where = document.position((*key, "name"))
+    for text, at in ((service, (*key[:-2], "service")), (name, (*key, "name"))):
+        if unsafe(text):
+            return Refusal(document.position(at), f"{service}-{name}", NAME_UNSAFE.format(escaped(text)))
     sli = mapping(slo.get("sli"))
     refused = _sli_refusal(sli, crd)
     if refused:
@@ -78,6 +86,11 @@ def _slo(document: Document, spec: dict[str, Any], slo: dict[str, Any], key: Pat
         )
     if bad[1] != total[1]:
         return Refusal(where, f"{service}-{name}", "the error and total queries aggregate by different labels")
+    wrong = [label for label in bad[1] if not LABEL_NAME_OK.match(label)]
+    if wrong:
+        return Refusal(
+            document.position((*key, "sli", "events")), f"{service}-{name}", BY_WRONG.format(escaped(wrong[0]))
+        )
     objective = slo.get("objective")
     if isinstance(objective, bool) or not isinstance(objective, int | float) or not 0 < objective < 100:
         return Refusal(document.position((*key, "objective")), f"{service}-{name}", "objective must be in (0, 100)")
