@@ -30,6 +30,7 @@ from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
 from compiler.promql import parse_duration
 from compiler.source.schema import packaged_schemas
+from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
 if TYPE_CHECKING:
@@ -114,7 +115,9 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     )
     live.add_argument("--basic-auth-password-file", type=Path, metavar="FILE", help="file holding the password")
     live.add_argument("--ca-file", type=Path, metavar="FILE", help="CA certificate to verify the server's TLS")
-    live.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per HTTP request (default: 30)")
+    live.add_argument(
+        "--timeout", type=_timeout, default=30.0, metavar="SECONDS", help="total per HTTP request (default: 30)"
+    )
     live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
     preflight = commands.add_parser(
         "preflight",
@@ -159,6 +162,20 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _timeout(text: str) -> float:
+    """An argparse type: seconds above 0 and at most a day (``inf``, ``nan``, ``0`` are usage errors)."""
+    from compiler.live.client import check_timeout
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    refused = check_timeout(value)
+    if refused:
+        raise argparse.ArgumentTypeError(refused.removeprefix("--timeout "))
     return value
 
 
@@ -392,7 +409,7 @@ def cmd_preflight(args: argparse.Namespace) -> int:
         server = f"{client.base} (Prometheus {client.buildinfo()['version']})"
         reports = preflight.run(client, model, specs)
     except LiveError as exc:
-        print(f"slo-compiler: {exc}", file=sys.stderr)
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if args.format == "json":
         print(json.dumps(preflight.render_json(reports, server), indent=2, sort_keys=True))
@@ -458,7 +475,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
             interval_ms = model.project.evaluation_interval_ms
             replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
     except LiveError as exc:
-        print(f"slo-compiler: {exc}", file=sys.stderr)
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     found = summarise(replay.result)
     if args.format == "json":

@@ -1,16 +1,24 @@
 """A small read-only client for the Prometheus HTTP API, on the standard library alone.
 
 Every failure (unreachable, TLS, HTTP error, a server that is not a Prometheus, a query the
-server refuses) is a ``LiveError`` whose message is one line a person can act on, so the
-command line prints it and exits 2 without a traceback. Queries are sent as form-encoded POST
-bodies, so long rule expressions never hit URL length limits.
+server refuses, an answer of the wrong shape) is a ``LiveError`` whose message is one line a
+person can act on, so the command line prints it and exits 2 without a traceback. Queries are
+sent as form-encoded POST bodies, so long rule expressions never hit URL length limits.
+
+The server is not trusted: redirects are never followed (the credentials would go wherever the
+Location points, and a POST would become a GET), a URL carrying ``user:password@`` is refused
+(secrets come from files only), each request has a total deadline however slowly the server
+trickles its answer, and every answer is checked for its shape before it is read.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import http.client
 import json
 import math
+import socket
 import ssl
 import threading
 import urllib.error
@@ -19,7 +27,7 @@ import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 Labels = dict[str, str]
 # query_range answers at most 11,000 points per series; backtest chunks below that.
@@ -65,11 +73,117 @@ def _secret(path: Path, what: str) -> str:
         raise LiveError(f"cannot read the {what} file {path}: {exc.strerror}") from exc
 
 
+# The longest --timeout taken: a day (socket timeouts overflow somewhere past 1e9 seconds).
+MAX_TIMEOUT_S = 86_400.0
+
+
+def check_url(url: str) -> str | None:
+    """Why ``url`` cannot be a server's base URL, or None; never repeats a password written in it."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return "--prometheus must be a URL such as http://prometheus:9090 (its host or port does not parse)"
+    if parts.username is not None or parts.password is not None:
+        return (
+            "--prometheus must not carry credentials (user:password@host); give the user with --basic-auth-user "
+            "and the password in the file --basic-auth-password-file names"
+        )
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "--prometheus must be an http:// or https:// URL such as http://prometheus:9090"
+    return None
+
+
+def check_timeout(seconds: float) -> str | None:
+    """Why ``seconds`` cannot be a request deadline, or None."""
+    if not math.isfinite(seconds) or not 0 < seconds <= MAX_TIMEOUT_S:
+        return f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}, got {seconds!r}"
+    return None
+
+
+def _origin(location: str, base: str) -> str:
+    """scheme://host:port of a redirect's target, without any user-info or path it carries."""
+    try:
+        parts = urllib.parse.urlsplit(urllib.parse.urljoin(base + "/", location))
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "an unreadable Location"
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}{port}"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Every 3xx is answered as the HTTPError it is: nothing is sent to the Location."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class _Deadline:
+    """Cuts the sockets a request opened once its total time is up, however slowly the server answers
+    (a socket timeout is per read, so a byte every few seconds would never trip it)."""
+
+    def __init__(self) -> None:
+        self.sockets: list[socket.socket] = []
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def track(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.sockets.append(sock)
+            if self.expired:
+                self._cut(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self.sockets:
+                self._cut(sock)
+
+    @staticmethod
+    def _cut(sock: socket.socket) -> None:
+        # shutdown, not close: urllib has already "closed" the socket it reads the body through.
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _opener(deadline: _Deadline, context: ssl.SSLContext | None) -> urllib.request.OpenerDirector:
+    class Connection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.track(self.sock)
+
+    class TLSConnection(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            deadline.track(self.sock)
+
+    class HTTP(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Connection, req)
+
+    class HTTPS(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(TLSConnection, req, context=context)
+
+    return urllib.request.build_opener(HTTP(), HTTPS(context=context), _NoRedirect())
+
+
+def _number(value: object) -> float:
+    """A sample value as the API writes it ("1.5", "NaN", "+Inf"), or ValueError."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise ValueError(value)
+    return float(value)
+
+
 class Client:
     """GET/POST against one Prometheus; returns the ``data`` member of its JSON answers."""
 
     def __init__(self, access: Access) -> None:
         self.access = access
+        refused = check_url(access.url) or check_timeout(access.timeout_s)
+        if refused:
+            raise LiveError(refused)
         self.base = access.url.rstrip("/")
         self.headers: dict[str, str] = {}
         if access.bearer_token_file is not None:
@@ -103,16 +217,34 @@ class Client:
             request.add_header("Content-Type", "application/x-www-form-urlencoded")
         with self._counting:
             self.requests += 1
+        deadline = _Deadline()
+        timer = threading.Timer(self.access.timeout_s, deadline.expire)
+        timer.daemon = True
+        timer.start()
         try:
-            with urllib.request.urlopen(request, timeout=self.access.timeout_s, context=self.context) as response:
+            with _opener(deadline, self.context).open(request, timeout=self.access.timeout_s) as response:
                 raw = response.read()
         except urllib.error.HTTPError as exc:
+            if deadline.expired:
+                self._late()
             message = self._http_error(exc)
             raise (QueryError if exc.code in (400, 422, 503) else LiveError)(message) from exc
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
+            if deadline.expired:
+                self._late()
             reason = getattr(exc, "reason", exc)
             raise LiveError(f"cannot reach Prometheus at {self.base}: {reason}") from exc
+        finally:
+            timer.cancel()
+        if deadline.expired:
+            self._late()
         return self._data(raw)
+
+    def _late(self) -> NoReturn:
+        raise LiveError(
+            f"Prometheus at {self.base} did not answer within {self.access.timeout_s:g}s (--timeout); "
+            "is it overloaded, or is a proxy holding the connection?"
+        )
 
     def _http_error(self, exc: urllib.error.HTTPError) -> str:
         try:
@@ -120,6 +252,12 @@ class Client:
         except (ValueError, OSError, AttributeError):
             detail = ""
         self.last_error = detail
+        if 300 <= exc.code < 400:
+            target = _origin(exc.headers.get("Location", "") if exc.headers else "", self.base)
+            return (
+                f"Prometheus at {self.base} answered HTTP {exc.code}, a redirect to {target}; redirects are not "
+                "followed (credentials would go with them): give the URL it redirects to as --prometheus"
+            )
         if exc.code in (401, 403):
             return (
                 f"Prometheus at {self.base} refused the credentials (HTTP {exc.code}); check the token or password file"
@@ -131,7 +269,7 @@ class Client:
     def _data(self, raw: bytes) -> Any:
         try:
             answer = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             answer = None
         if not isinstance(answer, dict) or "status" not in answer:
             raise LiveError(f"{self.base} does not answer like a Prometheus HTTP API (no JSON status)")
@@ -148,13 +286,43 @@ class Client:
             raise LiveError(f"{self.base} answered /api/v1/status/buildinfo without a version; is it a Prometheus?")
         return {str(key): str(value) for key, value in data.items()}
 
+    def _malformed(self, what: str, expr: str | None = None) -> NoReturn:
+        about = f"the query {expr}" if expr is not None else "a request"
+        raise LiveError(f"Prometheus at {self.base} answered {about} with {what}; is it a Prometheus?")
+
+    def _labels(self, metric: object, expr: str | None) -> Labels:
+        if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+            self._malformed("a series whose labels are not a mapping of strings", expr)
+        return {str(key): value for key, value in metric.items()}
+
+    def _sample(self, pair: object, expr: str) -> tuple[float, float]:
+        if not isinstance(pair, list | tuple) or len(pair) != 2:
+            self._malformed(f"a sample that is not a [time, value] pair ({str(pair)[:40]})", expr)
+        try:
+            return _number(pair[0]), _number(pair[1])
+        except (ValueError, OverflowError):
+            self._malformed(f"a sample that is not a number ({str(pair)[:40]})", expr)
+
+    def _result(self, data: object, expr: str) -> list[Any]:
+        if not isinstance(data, dict):
+            self._malformed(f"data that is not an object ({type(data).__name__})", expr)
+        result = data.get("result", [])
+        if not isinstance(result, list):
+            self._malformed(f"a result that is not a list ({type(result).__name__})", expr)
+        if not all(isinstance(item, dict) for item in result):
+            self._malformed("a result holding something other than series", expr)
+        return result
+
     def query(self, expr: str, at: float | None = None) -> list[tuple[Labels, float]]:
         """An instant query: each series' labels and value (a scalar answer is one unlabelled series)."""
         params = [("query", expr)] + ([("time", _ts(at))] if at is not None else [])
         data = self.call("/api/v1/query", params)
-        if data.get("resultType") == "scalar":
-            return [({}, float(data["result"][1]))]
-        return [(dict(item["metric"]), float(item["value"][1])) for item in data.get("result", [])]
+        if isinstance(data, dict) and data.get("resultType") == "scalar":
+            return [({}, self._sample(data.get("result"), expr)[1])]
+        return [
+            (self._labels(item.get("metric", {}), expr), self._sample(item.get("value"), expr)[1])
+            for item in self._result(data, expr)
+        ]
 
     def query_range(
         self, expr: str, start: float, end: float, step_s: float
@@ -162,31 +330,55 @@ class Client:
         """A range query: each series' labels and its (timestamp, value) points."""
         params = [("query", expr), ("start", _ts(start)), ("end", _ts(end)), ("step", _ts(step_s)), ("stats", "all")]
         data = self.call("/api/v1/query_range", params)
-        samples = (data.get("stats") or {}).get("samples") or {}
+        result = self._result(data, expr)
+        series = []
+        for item in result:
+            values = item.get("values", [])
+            if not isinstance(values, list):
+                self._malformed("a series whose values are not a list", expr)
+            series.append((self._labels(item.get("metric", {}), expr), [self._sample(p, expr) for p in values]))
+        stats = data.get("stats") if isinstance(data.get("stats"), dict) else {}
+        samples, timings = stats.get("samples") or {}, stats.get("timings") or {}
+        try:
+            read = _number(samples.get("totalQueryableSamples", 0)) if isinstance(samples, dict) else 0.0
+            spent = _number(timings.get("execTotalTime", 0.0)) if isinstance(timings, dict) else 0.0
+        except ValueError:
+            read, spent = 0.0, 0.0  # the statistics are only reported, never relied on
         with self._counting:
-            self.samples_read += int(samples.get("totalQueryableSamples", 0))
-            self.server_s += float(((data.get("stats") or {}).get("timings") or {}).get("execTotalTime", 0.0))
-        return [
-            (dict(item["metric"]), [(float(t), float(v)) for t, v in item.get("values", [])])
-            for item in data.get("result", [])
-        ]
+            self.samples_read += int(read) if math.isfinite(read) else 0
+            self.server_s += spent if math.isfinite(spent) else 0.0
+        return series
 
     def count(self, expr: str) -> int:
         """How many series ``expr`` returns now (0 when none)."""
-        result = self.query(f"count({expr})")
-        return int(result[0][1]) if result and not math.isnan(result[0][1]) else 0
+        query = f"count({expr})"
+        result = self.query(query)
+        if not result:
+            return 0
+        value = result[0][1]
+        if not math.isfinite(value) or value < 0 or value != int(value):
+            self._malformed(f"a count that is not a whole number ({value!r})", query)
+        return int(value)
 
     def label_values(self, label: str, match: str | None = None) -> list[str]:
         params = [("match[]", match)] if match else []
         data = self.call(f"/api/v1/label/{urllib.parse.quote(label)}/values", params, post=False)
-        return [str(value) for value in data or []]
+        if data is None:
+            return []
+        if not isinstance(data, list) or not all(isinstance(value, str) for value in data):
+            self._malformed(f"label values that are not a list of strings (the values of {label})")
+        return list(data)
 
     def series(self, match: str, start: float | None = None, end: float | None = None) -> list[Labels]:
         params = [("match[]", match)]
         if start is not None and end is not None:
             params += [("start", _ts(start)), ("end", _ts(end))]
         data = self.call("/api/v1/series", params)
-        return [dict(item) for item in data or []]
+        if data is None:
+            return []
+        if not isinstance(data, list):
+            self._malformed(f"series that are not a list (the series of {match})")
+        return [self._labels(item, None) for item in data]
 
 
 def _ts(value: float) -> str:

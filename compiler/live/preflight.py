@@ -38,6 +38,7 @@ from compiler.model.stacks import BUILT_IN_STACKS
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import Matcher, analyse, counter_selectors, quote, render_selector
 from compiler.text.numbers import go_float
+from compiler.text.terminal import printable
 
 Status = Literal["ok", "note", "problem"]
 # Roles whose absence the rules already read as 0 (the bad rate falls back to 0 * total).
@@ -482,15 +483,16 @@ _STATUS_TEXT = {"ok": "ok", "note": "note", "problem": "PROBLEM"}
 
 
 def render_table(reports: Sequence[SpecReport], server: str) -> str:
-    """One block per spec, one line per finding: status, check, what was checked, what was found."""
+    """One block per spec, one line per finding: status, check, what was checked, what was found. Text
+    from the server (label values, its version, its errors) is shown with control characters escaped."""
     problems = sum(report.problems for report in reports)
-    lines = [f"preflight against {server}: {len(reports)} spec(s), {problems} problem(s)", ""]
+    lines = [f"preflight against {printable(server)}: {len(reports)} spec(s), {problems} problem(s)", ""]
     for report in reports:
         verdict = f"{report.problems} problem(s)" if report.problems else "sees its data"
-        lines.append(f"{report.spec} ({report.owner}, {report.source}): {verdict}")
+        lines.append(printable(f"{report.spec} ({report.owner}, {report.source}): {verdict}"))
         for finding in report.findings:
-            lines.append(f"  {_STATUS_TEXT[finding.status]:<8} {finding.check:<12} {finding.subject}")
-            lines.append(f"  {'':<8} {'':<12} {finding.message}")
+            lines.append(f"  {_STATUS_TEXT[finding.status]:<8} {finding.check:<12} {printable(finding.subject)}")
+            lines.append(f"  {'':<8} {'':<12} {printable(finding.message)}")
         lines.append("")
     return "\n".join(lines)
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from compiler.live.backtest import Interval, Result
 from compiler.promql import format_duration
+from compiler.text.terminal import printable
 
 NOISIEST = 10
 
@@ -138,9 +139,11 @@ def _heading(summary: dict[str, Any]) -> str:
 
 
 def render_table(summary: dict[str, Any]) -> str:
+    """For a terminal: text from the server (label values, its errors) has its control characters escaped."""
     lines = [_heading(summary)]
-    lines += [f"problem: {problem}" for problem in summary["problems"]]
-    for title, header, rows in _rows(summary):
+    lines += [f"problem: {printable(problem)}" for problem in summary["problems"]]
+    for title, header, plain in _rows(summary):
+        rows = [[printable(cell) for cell in row] for row in plain]
         lines += ["", f"{title}:"]
         if not rows:
             lines.append("  (none)")
@@ -151,12 +154,17 @@ def render_table(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "\n": " "})
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Server text in a Markdown table cell or list item: no HTML can form (``<``, ``>`` and ``&`` as entities),
+    pipes cannot split the cell, a newline is a space, and other control characters are escaped."""
+    return printable(text.translate(_HTML))
 
 
 def render_markdown(summary: dict[str, Any]) -> str:
-    lines = [f"### {_heading(summary)}"]
+    lines = [f"### {_cell(_heading(summary))}"]
     lines += [f"- problem: {_cell(problem)}" for problem in summary["problems"]]
     for title, header, rows in _rows(summary):
         lines += ["", f"#### {title}", ""]

@@ -1,0 +1,268 @@
+"""A server that is hostile or broken, not merely absent (issue 26): the live commands keep the
+credentials at the origin, refuse a password in the URL, read malformed answers as errors (exit 2,
+naming the query, never a traceback), keep the server's text from acting on a terminal or forming
+HTML in Markdown, and stop at --timeout however slowly the server answers.
+
+Each server is a loopback ``http.server`` on a free port, in a thread, stopped at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compiler.cli import main
+from compiler.live.backtest import Interval, Result
+from compiler.live.summary import render_markdown, render_table, summarise
+from tests import live_data, servers
+
+BUILDINFO = {"status": "success", "data": {"version": "2.42.0", "revision": "x"}}
+Seen = list[tuple[str, str, dict[str, str]]]
+Route = Callable[[BaseHTTPRequestHandler], None]
+
+
+@contextmanager
+def hostile(route: Route, seen: Seen) -> Iterator[str]:
+    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self) -> None:
+            seen.append((self.command, self.path, dict(self.headers)))
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.rfile.read(length)
+            with contextlib.suppress(OSError):  # the client hung up (a deadline cut it)
+                route(self)
+
+        do_GET = answer  # noqa: N815 - http.server's names
+        do_POST = answer  # noqa: N815
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", servers.free_port()), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def send(handler: BaseHTTPRequestHandler, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    handler.send_response(status)
+    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(raw)
+
+
+def prometheus(query_data: Any, version: str = "2.42.0") -> Route:
+    """Answers buildinfo, label values (none) and series (none) properly, and every query with ``query_data``."""
+
+    def route(handler: BaseHTTPRequestHandler) -> None:
+        path = handler.path.split("?")[0]
+        if path == "/api/v1/status/buildinfo":
+            send(handler, {"status": "success", "data": {"version": version}})
+        elif path.startswith("/api/v1/query"):
+            send(handler, {"status": "success", "data": query_data})
+        else:
+            send(handler, {"status": "success", "data": []})
+
+    return route
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return live_data.write_tree(tmp_path / "specs", {"apiserver-errors": live_data.PREFLIGHT_SPECS["apiserver-errors"]})
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- 1. credentials never leave the origin ----------------------------------------------------------
+
+
+def test_credentials_never_leave_the_origin(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    token = tmp_path / "token"
+    token.write_text("t0ken-never-leaks\n", encoding="utf-8")
+    elsewhere: Seen = []
+    here: Seen = []
+    with hostile(lambda h: send(h, BUILDINFO), elsewhere) as other:
+
+        def redirect(handler: BaseHTTPRequestHandler) -> None:
+            send(handler, b"", 302, {"Location": f"{other}{handler.path}"})
+
+        with hostile(redirect, here) as url:
+            code, out, err = run(
+                capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--bearer-token-file", str(token)
+            )
+    assert not [headers for _, _, headers in elsewhere if "Authorization" in headers]
+    assert elsewhere == []  # nothing at all is sent to the Location
+    assert here and here[0][2]["Authorization"] == "Bearer t0ken-never-leaks"
+    assert (code, out) == (2, "")
+    assert "HTTP 302" in err and f"redirect to {other}" in err and "not followed" in err
+    assert "t0ken" not in err and err.count("\n") == 1
+
+
+def test_a_redirect_on_a_query_post_is_not_followed_either(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    elsewhere: Seen = []
+    with hostile(prometheus({"resultType": "vector", "result": []}), elsewhere) as other:
+
+        def route(handler: BaseHTTPRequestHandler) -> None:
+            if handler.path.startswith("/api/v1/status/buildinfo"):
+                send(handler, BUILDINFO)
+            else:
+                send(handler, b"", 302, {"Location": f"{other}/api/v1/query"})
+
+        with hostile(route, []) as url:
+            code, _, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert elsewhere == [] and code == 2 and "HTTP 302" in err
+
+
+# -- 2. URL user-info ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("userinfo", ["admin:s3cretpw@", "admin:s3cretpw:x@", ":s3cretpw@"])
+@pytest.mark.parametrize("command", [["preflight"], ["backtest", "--last", "1h"]])
+def test_url_user_info_is_refused_without_echoing_the_password(
+    tree: Path, capsys: pytest.CaptureFixture[str], userinfo: str, command: list[str]
+) -> None:
+    seen: Seen = []
+    with hostile(lambda h: send(h, BUILDINFO), seen) as url:
+        target = url.replace("http://", f"http://{userinfo}")
+        code, out, err = run(capsys, *command, "--prometheus", target, "--specs", str(tree))
+    assert code == 2 and "s3cretpw" not in out + err
+    assert "must not carry credentials" in err or "must be a URL" in err
+    assert seen == []
+
+
+# -- 3. malformed answers are errors, not crashes ------------------------------------------------------
+
+NOW = 1_700_000_000.0
+MALFORMED = {
+    "data-list": [1, 2],
+    "data-string": "vector",
+    "result-string": {"resultType": "vector", "result": "none"},
+    "value-abc": {"resultType": "vector", "result": [{"metric": {}, "value": [NOW, "abc"]}]},
+    "count-inf": {"resultType": "vector", "result": [{"metric": {}, "value": [NOW, "+Inf"]}]},
+    "count-nan": {"resultType": "vector", "result": [{"metric": {}, "value": [NOW, "NaN"]}]},
+    "count-negative": {"resultType": "vector", "result": [{"metric": {}, "value": [NOW, "-3"]}]},
+    "count-fraction": {"resultType": "vector", "result": [{"metric": {}, "value": [NOW, "1.5"]}]},
+    "value-empty": {"resultType": "vector", "result": [{"metric": {}, "value": []}]},
+    "value-null": {"resultType": "vector", "result": [{"metric": {}, "value": None}]},
+    "metric-string": {"resultType": "vector", "result": [{"metric": "up", "value": [NOW, "1"]}]},
+    "metric-nested": {"resultType": "vector", "result": [{"metric": {"a": {"b": 1}}, "value": [NOW, "1"]}]},
+    "series-number": {"resultType": "vector", "result": [7]},
+    "scalar-short": {"resultType": "scalar", "result": [NOW]},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(MALFORMED))
+def test_malformed_answers_are_errors_not_crashes(tree: Path, capsys: pytest.CaptureFixture[str], shape: str) -> None:
+    with hostile(prometheus(MALFORMED[shape]), []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert (code, out) == (2, ""), err
+    assert "internal error" not in err and "Traceback" not in err and err.count("\n") == 1
+    assert 'the query count(apiserver_request_total{code=~"5..",job="apiserver"})' in err
+
+
+def test_malformed_json_nesting_is_an_error(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = b'{"status": "success", "data": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with hostile(lambda h: send(h, deep), []) as url:
+        code, _, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert code == 2 and "does not answer like a Prometheus" in err
+
+
+# -- 4. terminal and markup injection -------------------------------------------------------------------
+
+EVIL = "\x1b[31mevil\x1b]0;pwned\x07\u202e"
+
+
+def test_terminal_injection_is_escaped_in_the_preflight_table(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = {"resultType": "vector", "result": [{"metric": {"cluster": EVIL}, "value": [NOW, "1"]}]}
+    with hostile(prometheus(answer, version=f"2.42.0{EVIL}"), []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert code in (0, 1), err
+    assert "\x1b" not in out and "\x07" not in out and "\u202e" not in out
+    assert "Prometheus 2.42.0\\x1b[31mevil\\x1b]0;pwned\\x07\\u202e" in out
+    assert "cluster=\\x1b[31mevil" in out  # the label value reaches the table, escaped
+
+
+def test_terminal_injection_is_escaped_in_a_live_error(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    refusal = {"status": "error", "error": f"no {EVIL}"}
+    with hostile(lambda h: send(h, refusal, 500), []) as url:
+        code, _, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert code == 2 and "\x1b" not in err and "no \\x1b[31mevil" in err
+
+
+def _hostile_result() -> dict[str, Any]:
+    labels = {"alertname": "X", "severity": "page", "cluster": f"<img src=x onerror=alert(1)>|{EVIL}"}
+    result = Result(start_ms=0, end_ms=3_600_000, warmup_ms=0)
+    result.intervals.append(Interval("spec", "X", labels, active_ms=0, fired_ms=60_000))
+    result.problems.append("<script>alert(1)</script> & more")
+    return summarise(result)
+
+
+def test_markup_injection_is_escaped_in_backtest_markdown() -> None:
+    text = render_markdown(_hostile_result())
+    assert "<img" not in text and "<script" not in text and "\x1b" not in text
+    assert "cluster=&lt;img src=x onerror=alert(1)&gt;\\|\\x1b[31mevil" in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in text
+
+
+def test_terminal_injection_is_escaped_in_the_backtest_table() -> None:
+    text = render_table(_hostile_result())
+    assert "\x1b" not in text and "\x07" not in text and "cluster=<img src=x onerror=alert(1)>|\\x1b[31mevil" in text
+
+
+# -- 5. timeouts --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["inf", "1e308", "0", "-1", "nan", "soon"])
+def test_a_timeout_that_is_no_deadline_is_a_usage_error(
+    tree: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["preflight", "--prometheus", "http://127.0.0.1:9", "--specs", str(tree), "--timeout", value])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "--timeout" in err and "Traceback" not in err
+
+
+def test_the_timeout_is_a_total_deadline_not_per_read(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stop = threading.Event()
+
+    def trickle(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", "1000")
+        handler.end_headers()
+        while not stop.is_set():
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+            stop.wait(2)
+
+    with hostile(trickle, []) as url:
+        began = time.monotonic()
+        try:
+            code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--timeout", "3")
+        finally:
+            elapsed = time.monotonic() - began
+            stop.set()
+    assert elapsed < 10
+    assert (code, out) == (2, "") and "did not answer within 3s (--timeout)" in err
