@@ -30,6 +30,8 @@ from datetime import UTC, datetime, timedelta
 
 import promql_parser as pp
 
+from compiler.promql.regex import problem as _regex_problem
+
 # Parsed trees are shared: the compiler reads the same few hundred expressions tens of thousands
 # of times (every test case re-analyses its spec's SLI), and nodes are never mutated (see above).
 # Errors are not cached, so a bad expression is parsed again each time it is reported.
@@ -293,9 +295,20 @@ def _check_label_name(name: str) -> None:
 
 
 def _convert_matcher(matcher: pp.Matcher) -> Matcher:
-    """Convert a parser matcher into our value type."""
+    """Convert a parser matcher into our value type; a regex Prometheus would refuse is a PromQLError.
+
+    The parser checks regexes with Rust's syntax, which is not Prometheus's: it accepts ``(?x)``,
+    ``a**`` and ``[[:foo:]]``, which Go's RE2 refuses (promtool fails to load the rule).
+    """
     _check_label_name(matcher.name)
-    return Matcher(matcher.name, _match_op(matcher.op), matcher.value)
+    converted = Matcher(matcher.name, _match_op(matcher.op), matcher.value)
+    if converted.op in ("=~", "!~"):
+        reason = _regex_problem(converted.value)
+        if reason is not None:
+            raise PromQLError(
+                f"invalid regex in {converted.render()}: {reason} (Prometheus reads label regexes in RE2 syntax)"
+            )
+    return converted
 
 
 def _named_labels(node: pp.Expr) -> list[str]:
@@ -432,6 +445,20 @@ def _td_ms(delta: timedelta) -> int:
     return delta // _ONE_MS
 
 
+def _check_label_replace_regex(node: pp.Call) -> None:
+    """label_replace's regex is compiled only when the rule runs, so promtool's check passes a bad one."""
+    if node.func.name != "label_replace" or len(node.args) < 5:
+        return
+    pattern = _unwrap(node.args[4])
+    if isinstance(pattern, pp.StringLiteral):
+        reason = _regex_problem(pattern.val)
+        if reason is not None:
+            raise PromQLError(
+                f"invalid regex {quote(pattern.val)} in label_replace(): {reason} (Prometheus reads it in RE2 "
+                "syntax, and only when the rule runs: every evaluation would fail)"
+            )
+
+
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def analyse(text: str) -> Analysis:
     """Parse ``text`` and collect selectors, ranges, functions and offsets.
@@ -463,6 +490,7 @@ def analyse(text: str) -> Analysis:
             pinned.extend(_pinned_ms(node.at))
         elif isinstance(node, pp.Call):
             functions.append(node.func.name)
+            _check_label_replace_regex(node)
     return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets), tuple(pinned))
 
 

@@ -16,18 +16,18 @@ instead of guessing: a wrong guess would silently produce a wrong test.
 Semantics follow Prometheus 2.x (the version ``promql_parser`` tracks):
 which operations drop ``__name__``, one-to-one/many-to-one matching errors,
 set operators, aggregation grouping, IEEE arithmetic (``x/0`` is ``±Inf``,
-``0/0`` is ``NaN``).  Regexes use Python's :mod:`re` anchored at both ends,
-which agrees with RE2 on the syntax used in practice.
+``0/0`` is ``NaN``).  Regexes are RE2's, anchored as ``^(?:re)$``
+(:mod:`compiler.promql.regex`), as Prometheus reads them.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 import promql_parser as pp
 
@@ -37,6 +37,7 @@ from compiler.promql import (
     _td_ms,
     is_valid_label_name,
     parse_expr,
+    regex,
 )
 from compiler.promql.synth import matches
 
@@ -376,7 +377,7 @@ def _absent_labels(arg: pp.Expr) -> _Labels:
     return {k: v for k, v in labels.items() if k not in unknown and v != ""}
 
 
-def _go_expand(template: str, match: re.Match[str]) -> str:
+def _go_expand(template: str, match: Any) -> str:
     """Go's ``Regexp.ExpandString``: ``$1``, ``${1}``, ``$name``, ``$$``.
 
     Python's ``Match.expand`` uses ``\\1`` syntax and rejects unknown groups,
@@ -422,7 +423,7 @@ def _go_extract(text: str) -> tuple[str, str] | None:
     return name, body[end:]
 
 
-def _group_text(match: re.Match[str], name: str) -> str:
+def _group_text(match: Any, name: str) -> str:
     """Text of group ``name`` (a number or a group name); "" if it did not take part."""
     if name.isascii() and name.isdigit() and not (name.startswith("0") and len(name) > 1):
         number = int(name)
@@ -616,13 +617,12 @@ class _Evaluator:
         dst, replacement, src, pattern = (self.string(a) for a in args[1:5])
         if not is_valid_label_name(dst):
             raise Unsupported(f"invalid destination label name in label_replace(): {dst!r}")
-        try:
-            regex = re.compile(pattern)  # fullmatch anchors it; a wrapper would break leading (?i)
-        except re.error as exc:
-            raise Unsupported(f"invalid regular expression in label_replace(): {pattern!r}: {exc}") from exc
+        reason = regex.problem(pattern)
+        if reason is not None:
+            raise Unsupported(f"invalid regular expression in label_replace(): {pattern!r}: {reason}")
         out: _Vector = []
         for labels, value in vec:
-            match = regex.fullmatch(labels.get(src, ""))
+            match = regex.match(pattern, labels.get(src, ""))  # anchored as ^(?:pattern)$, as Prometheus does
             new = dict(labels)
             if match is not None:
                 result = _go_expand(replacement, match)

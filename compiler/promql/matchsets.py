@@ -53,10 +53,10 @@ def _without_name(selector: Sequence[Matcher]) -> list[Matcher]:
 
 
 def find(selectors: Sequence[Sequence[Matcher]], wanted: Callable[[Mapping[str, str]], bool]) -> dict[str, str] | None:
-    """The first candidate label set for which ``wanted`` holds, or None (also when a regex is RE2-only)."""
+    """The first candidate label set for which ``wanted`` holds, or None (also when a regex is invalid)."""
     try:
         return next((labels for labels in label_sets(selectors) if wanted(labels)), None)
-    except ValueError:  # e.g. \\pL, which Python's re cannot evaluate: nothing can be decided
+    except ValueError:  # a regex Prometheus refuses (reported where the spec is read): nothing can be decided
         return None
 
 

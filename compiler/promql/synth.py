@@ -7,75 +7,32 @@ concrete value that passes all of its matchers.  For ``=`` that is trivial;
 for ``=~`` we derive candidates from the regex itself, because generic guesses
 (``"x"``) rarely satisfy patterns such as ``5..`` or ``POST|PUT``.
 
-Prometheus label regexes are RE2 and fully anchored.  We evaluate them with
-Python's :mod:`re` (``fullmatch``), which agrees with RE2 on the syntax used
-in practice; RE2-only syntax (e.g. ``\\pL``) raises :class:`ValueError`.
-Candidate generation walks Python's own regex parse tree (``re._parser``),
-so it understands exactly the syntax that verification uses.  Every
-candidate is verified with ``re.fullmatch`` before it is returned, so the
-generator only has to be *plausible*, never exactly right.
+Prometheus label regexes are RE2 (Go's syntax) and fully anchored; they are
+evaluated with RE2 itself (:mod:`compiler.promql.regex`), which also generates
+the candidates, so ``[[:alpha:]]+`` gives ``a`` and ``\\p{Greek}`` a Greek
+letter.  Every candidate is verified with RE2 before it is returned, so the
+generator only has to be *plausible*, never exactly right.  A regex Prometheus
+refuses raises :class:`compiler.promql.regex.RegexError` (a ``ValueError``).
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
 
-from compiler.promql import Matcher, is_valid_metric_name
+from compiler.promql import Matcher, is_valid_metric_name, regex
 
-if TYPE_CHECKING:  # typeshed only describes the deprecated public alias.
-    import sre_parse as _sre
-else:  # Same module at runtime, without the DeprecationWarning of ``sre_parse``.
-    from re import _parser as _sre
-
-__all__ = ["label_value", "matches", "regex_examples", "satisfies", "series_labels"]
+__all__ = ["label_value", "matches", "regex_examples", "satisfies", "series_labels", "unsatisfiable"]
 
 _NAME_LABEL = "__name__"
 
-# Most candidates kept per regex node.  Bounds the search (products of nodes
-# are truncated to this size) while leaving room for many distinct variants.
-_MAX_CANDIDATES = 64
-# Repeats are expanded for their minimum count and a couple more.
-_EXTRA_REPEATS = 2
 # Prefix variants tried for ``prefer`` (``prefer-1``, ``prefer-2`` …).
 _PREFER_VARIANTS = 64
-# Characters used for ``.`` and negated classes.  Digits first so that
-# status-code patterns such as ``5..`` give readable values (``500``).
-_ANY_POOL = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_-.:/"
-_GENERIC = ("x", "a", "synthetic", *(f"value-{n}" for n in range(_MAX_CANDIDATES)), *(str(n) for n in range(100)))
-
-_CATEGORY_CHARS: dict[int, str] = {
-    _sre.CATEGORY_DIGIT: "0123456789",
-    _sre.CATEGORY_NOT_DIGIT: "abcdefghijklmnopqrstuvwxyz_-",
-    _sre.CATEGORY_SPACE: " \t",
-    _sre.CATEGORY_NOT_SPACE: "a0bcdefghijklmnopqrstuvwxyz123456789",
-    _sre.CATEGORY_WORD: "abcdefghijklmnopqrstuvwxyz0123456789_ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-    _sre.CATEGORY_NOT_WORD: "-.:/ ",
-    _sre.CATEGORY_LINEBREAK: "\n",
-    _sre.CATEGORY_NOT_LINEBREAK: "a0bcdefghijklmnopqrstuvwxyz",
-}
-_REPEAT_OPS = frozenset(
-    op for op in (_sre.MAX_REPEAT, _sre.MIN_REPEAT, getattr(_sre, "POSSESSIVE_REPEAT", None)) if op is not None
-)
-_EMPTY_OPS = frozenset({_sre.AT, _sre.ASSERT, _sre.ASSERT_NOT, _sre.GROUPREF, _sre.GROUPREF_EXISTS})
+_GENERIC = ("x", "a", "synthetic", *(f"value-{n}" for n in range(64)), *(str(n) for n in range(100)))
 
 
 # --------------------------------------------------------------------------
 # Matching
 # --------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1024)
-def _compile(pattern: str) -> re.Pattern[str]:
-    """Compile a matcher regex once; callers test many candidates against it."""
-    try:
-        # No ``(?:…)`` wrapper: ``fullmatch`` already anchors every branch, and
-        # wrapping would break leading global flags such as ``(?i)``.
-        return re.compile(pattern)
-    except re.error as exc:
-        raise ValueError(f"unsupported or invalid regular expression {pattern!r}: {exc}") from exc
 
 
 def _matcher_ok(value: str, matcher: Matcher) -> bool:
@@ -84,7 +41,7 @@ def _matcher_ok(value: str, matcher: Matcher) -> bool:
         return value == matcher.value
     if matcher.op == "!=":
         return value != matcher.value
-    found = _compile(matcher.value).fullmatch(value) is not None
+    found = regex.fullmatch(matcher.value, value)
     return found if matcher.op == "=~" else not found
 
 
@@ -107,142 +64,12 @@ def matches(labels: Mapping[str, str], matchers: Sequence[Matcher]) -> bool:
     return all(_matcher_ok(labels.get(m.name, ""), m) for m in matchers)
 
 
-# --------------------------------------------------------------------------
-# Candidate generation from a regex parse tree
-# --------------------------------------------------------------------------
-
-
-def _dedupe(items: Iterator[str] | Sequence[str], limit: int = _MAX_CANDIDATES) -> list[str]:
-    """First ``limit`` distinct items, order kept (order encodes preference)."""
-    seen: dict[str, None] = {}
-    for item in items:
-        if item not in seen:
-            seen[item] = None
-            if len(seen) >= limit:
-                break
-    return list(seen)
-
-
-def _product(parts: Sequence[Sequence[str]]) -> list[str]:
-    """Concatenations of one option per part, lowest total option rank first.
-
-    Ranking by the sum of option indices (a diagonal walk) makes the first
-    result use every part's preferred option and later results vary one part
-    at a time, which gives many distinct yet simple strings within the bound.
-    """
-    acc: list[tuple[str, int]] = [("", 0)]
-    for options in parts:
-        if not options:
-            return []
-        combined = [(text + option, rank + i) for text, rank in acc for i, option in enumerate(options)]
-        combined.sort(key=lambda item: item[1])  # stable: keeps earlier-prefix order within a rank
-        seen: set[str] = set()
-        acc = []
-        for text, rank in combined:
-            if text not in seen:
-                seen.add(text)
-                acc.append((text, rank))
-                if len(acc) >= _MAX_CANDIDATES:
-                    break
-    return [text for text, _ in acc]
-
-
-def _interleave(groups: Sequence[Sequence[str]]) -> list[str]:
-    """Round-robin over alternatives so every branch's best string comes early."""
-    out: list[str] = []
-    for i in range(max((len(g) for g in groups), default=0)):
-        out.extend(g[i] for g in groups if i < len(g))
-    return _dedupe(out)
-
-
-def _in_class(ch: str, items: Sequence[tuple[Any, Any]]) -> bool:
-    """Whether ``ch`` belongs to a parsed character class (NEGATE ignored here)."""
-    code = ord(ch)
-    for op, av in items:
-        if op == _sre.LITERAL and code == av:
-            return True
-        if op == _sre.RANGE and av[0] <= code <= av[1]:
-            return True
-        if op == _sre.CATEGORY and ch in _CATEGORY_CHARS.get(av, ""):
-            return True
-    return False
-
-
-def _class_chars(items: Sequence[tuple[Any, Any]]) -> list[str]:
-    """Candidate characters for ``[...]``: members in order, or non-members if negated."""
-    if items and items[0][0] == _sre.NEGATE:
-        rest = items[1:]
-        return [ch for ch in _ANY_POOL if not _in_class(ch, rest)]
-    chars: list[str] = []
-    for op, av in items:
-        if op == _sre.LITERAL:
-            chars.append(chr(av))
-        elif op == _sre.RANGE:
-            low, high = av
-            chars.extend(chr(c) for c in range(low, min(high, low + _MAX_CANDIDATES) + 1))
-        elif op == _sre.CATEGORY:
-            chars.extend(_CATEGORY_CHARS.get(av, ""))
-    return _dedupe(chars)
-
-
-def _expand_item(op: Any, av: Any) -> list[str]:
-    """Candidate strings for one parse-tree node, preferred first."""
-    if op == _sre.LITERAL:
-        return [chr(av)]
-    if op == _sre.NOT_LITERAL:
-        return [ch for ch in _ANY_POOL if ord(ch) != av]
-    if op == _sre.ANY:
-        return list(_ANY_POOL)
-    if op == _sre.IN:
-        return _class_chars(av)
-    if op == _sre.BRANCH:
-        return _interleave([_expand_seq(branch) for branch in av[1]])
-    if op == _sre.SUBPATTERN:
-        return _expand_seq(av[3])
-    if op == getattr(_sre, "ATOMIC_GROUP", None):
-        return _expand_seq(av)
-    if op in _REPEAT_OPS:
-        low, high, sub = av
-        inner = _expand_seq(sub)
-        out: list[str] = []
-        for count in range(low, min(high, low + _EXTRA_REPEATS) + 1):
-            out.extend(_product([inner] * count) if count else [""])
-        return _dedupe(out)
-    if op in _EMPTY_OPS:
-        # Anchors and lookarounds consume nothing; backreferences are not RE2
-        # and are left to verification to reject.
-        return [""]
-    return [""]
-
-
-def _expand_seq(sub: Any) -> list[str]:
-    """Candidates for a sequence of nodes (a concatenation)."""
-    return _product([_expand_item(op, av) for op, av in sub])
-
-
-@functools.lru_cache(maxsize=1024)
-def _regex_candidates(pattern: str) -> tuple[str, ...]:
-    """Plausible strings matching ``pattern``, simplest first (unverified)."""
-    _compile(pattern)  # Surface syntax errors as ValueError first.
-    try:
-        parsed = _sre.parse(pattern)
-    except re.error:  # Cannot happen after _compile; kept so the cache stays total.
-        return ()
-    candidates = _expand_seq(parsed)
-    if parsed.state.flags & re.IGNORECASE:
-        # Case variants are further valid values of e.g. ``(?i)get|list``.
-        candidates = _dedupe(
-            [*candidates, *(c.upper() for c in candidates), *(c.capitalize() for c in candidates)], 3 * _MAX_CANDIDATES
-        )
-    return tuple(candidates)
-
-
 def regex_examples(pattern: str) -> tuple[str, ...]:
-    """Strings ``pattern`` plausibly matches, simplest first (unverified; ValueError when invalid).
+    """Strings ``pattern`` matches (checked with RE2), simplest first; ValueError when Prometheus refuses it.
 
     Static checks draw witness label values from these (``compiler.promql.matchsets``).
     """
-    return _regex_candidates(pattern)
+    return regex.examples(pattern)
 
 
 # --------------------------------------------------------------------------
@@ -260,7 +87,7 @@ def _candidates(relevant: Sequence[Matcher], prefer: str | None) -> Iterator[str
         yield prefer
         for n in range(1, _PREFER_VARIANTS + 1):
             yield f"{prefer}-{n}"
-    positive = [_regex_candidates(m.value) for m in relevant if m.op == "=~"]
+    positive = [regex.examples(m.value) for m in relevant if m.op == "=~"]
     for options in positive:
         yield from options
     # Several regexes on one label: try concatenations (``a.*`` and ``.*b`` -> ``ab``).
@@ -355,3 +182,20 @@ def series_labels(matchers: Sequence[Matcher], fixed: Mapping[str, str], index: 
         labels[name] = picked
     result = {name: labels[name] for name in sorted(labels) if labels[name] != ""}
     return result if matches(result, matchers) else None
+
+
+def unsatisfiable(matcher: Matcher) -> str | None:
+    """Why no label value passes a regex ``matcher`` (``=~`` or ``!~``) as far as the search goes, else None.
+
+    A selector with such a matcher selects nothing the generated tests could feed it: a regex
+    that matches nothing (``[^\\x00-\\x{10FFFF}]``), one whose every match is longer than the
+    value limit, or ``!~`` of a regex that matches everything.
+    """
+    if matcher.op not in ("=~", "!~") or label_value(matcher.name, [matcher]) is not None:
+        return None
+    if matcher.op == "!~":
+        return f"{matcher.render()} leaves out every label value (the regex matches them all), so it selects nothing"
+    return (
+        f"no label value of at most {regex.MAX_VALUE_CHARS:,} characters matches {matcher.render()}, so the "
+        "generated tests cannot give it a series to select; simplify the regex"
+    )

@@ -19,7 +19,7 @@ from compiler.model import (
 from compiler.model.labels import reserved_because
 from compiler.model.stacks import ScrapeProfile
 from compiler.model.windows import MINUTE
-from compiler.promql import Matcher, PromQLError
+from compiler.promql import Matcher, PromQLError, synth
 from compiler.source.load import Document, PathKey
 from compiler.source.spec_types import SLOSpec
 
@@ -130,7 +130,14 @@ class SpecReader:
         for matcher in matchers:
             if matcher.name != "__name__" and not promql.is_valid_label_name(matcher.name):
                 self.error(key, f"invalid Prometheus label name '{matcher.name}' in {dotted(key)}")
+            self.check_regex_has_values(key, matcher)
         return matchers
+
+    def check_regex_has_values(self, key: PathKey, matcher: Matcher) -> None:
+        """A regex matcher no label value passes selects nothing, and the tests need a series it selects."""
+        why = synth.unsatisfiable(matcher)
+        if why is not None:
+            self.error(key, f"{dotted(key)}: {why}")
 
     def selectors(self, key: PathKey, slice_matchers: tuple[Matcher, ...]) -> tuple[Selector, ...]:
         value = self.get(key)
@@ -165,6 +172,7 @@ class SpecReader:
             for matcher in matchers:
                 if not promql.is_valid_label_name(matcher.name):
                     self.error(key, f"invalid Prometheus label name '{matcher.name}' in {dotted(key)}")
+                self.check_regex_has_values(key, matcher)
             if selector_name is not None and not promql.is_valid_metric_name(selector_name):
                 self.error(key, f"invalid metric name '{selector_name}' in {dotted(key)}")
         for range_ms in analysis.ranges_ms:

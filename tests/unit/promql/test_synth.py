@@ -251,3 +251,50 @@ def test_series_labels_generated_metric_name_is_valid() -> None:
     assert labels is not None
     assert re.fullmatch("[a-zA-Z_:][a-zA-Z0-9_:]*", labels["__name__"])
     assert labels["__name__"].startswith("node_")
+
+
+# --------------------------------------------------------------------------
+# RE2 semantics (issue 26): Prometheus reads label regexes as Go's RE2
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "first"),
+    [
+        ("[[:alpha:]]+", "a"),
+        ("[[:^alpha:]]", "0"),
+        ("\\p{Greek}+", "Ͱ"),
+        ("\\pN\\PL", "00"),
+        ("a\\z", "a"),
+        ("\\Aa\\b", "a"),
+        ("\\Qa.b\\E|x", "a.b"),
+        ("\\x{263a}", "☺"),
+        ("(?i:A)b", "Ab"),
+        ("(?s).", "0"),
+        ("(?U)a+", "a"),
+        ("(?P<name>x)y", "xy"),
+        ("[]a]", "a"),
+    ],
+)
+def test_regex_semantics_are_re2_not_python(pattern: str, first: str) -> None:
+    """Values come from RE2's reading of the regex, and RE2 matches every one of them."""
+    import re2
+
+    values = [label_value("l", [m("l", "=~", pattern)], i) for i in range(3)]
+    assert values[0] == first
+    for value in values:
+        assert value is not None
+        assert re2.fullmatch(f"(?:{pattern})", value), (pattern, value)
+    assert satisfies(first, [m("l", "=~", pattern)])
+
+
+def test_regex_negative_matcher_uses_re2() -> None:
+    value = label_value("l", [m("l", "!~", "[[:alpha:]]+")])
+    assert value is not None
+    assert not (value.isascii() and value.isalpha())  # "x", Python's reading, is what RE2 refuses here
+
+
+@pytest.mark.parametrize("pattern", ["(?x)a", "a**", "(?<n>a)", "\\C", "(?=a)", "(?P=x)", "a{1001}"])
+def test_regex_prometheus_refuses_raises_value_error(pattern: str) -> None:
+    with pytest.raises(ValueError, match="invalid regular expression"):
+        satisfies("a", [m("a", "=~", pattern)])
