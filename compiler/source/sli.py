@@ -281,6 +281,61 @@ def check_sli_selects(r: SpecReader, sli: SLI | None, slice_: Slice) -> None:
     if isinstance(sli, RatioSLI):
         check_subset_of_total(r, "bad", sli.bad, sli.total)
         check_subset_of_total(r, "good", sli.good, sli.total)
+    check_slice_labels_not_pinned(r, sli, slice_)
+
+
+def _pinning_places(r: SpecReader, sli: SLI | None, slice_: Slice) -> list[tuple[str, tuple[Matcher, ...]]]:
+    """Where the spec's selectors are written, with their matchers: slice.selector, the component's
+    job matchers, and the SLI's own selectors (without the slice matchers added to them)."""
+    component = r.profile.component(slice_.component) if r.profile is not None and slice_.component else None
+    places: list[tuple[str, tuple[Matcher, ...]]] = [
+        (f"slice.component '{slice_.component}' (scrape profile)", tuple(component or ())),
+        ("slice.selector", tuple(m for m in slice_.matchers if m not in (component or ()))),
+    ]
+    if isinstance(sli, RatioSLI):
+        for field, selectors in (("bad", sli.bad), ("good", sli.good), ("total", sli.total)):
+            places.extend((f"sli.ratio.{field}", selector.matchers) for selector in selectors)
+    elif isinstance(sli, LatencySLI | QuantileSLI):
+        places.append((f"sli.{'latency' if isinstance(sli, LatencySLI) else 'quantile'}.selector", sli.matchers))
+    elif sli is not None:
+        try:
+            selectors = promql.analyse(sli.expr).selectors
+        except promql.PromQLError:
+            selectors = ()  # reported where the expression is read
+        places.extend(("the SLI's expression", matchers) for _, matchers in selectors)
+    return places
+
+
+def check_slice_labels_not_pinned(r: SpecReader, sli: SLI | None, slice_: Slice) -> None:
+    """Slice labels the selectors all pin to one value each (by: [job] with job="kube-dns") give one slice:
+    every slice of the generated tests would be the same series, and in production nothing is split.
+
+    One pinned label among free ones is kept: it carries a constant into every alert (namespace:
+    kube-system beside container), and the free labels still tell the slices apart.
+    """
+    places = _pinning_places(r, sli, slice_)
+    pins = []
+    for label in slice_.by:
+        found = next(
+            (
+                (m, where)
+                for where, matchers in places
+                for m in matchers
+                if m.name == label and m.op == "=" and m.value != ""
+            ),
+            None,
+        )
+        if found is None:
+            return
+        pins.append(found)
+    if pins:
+        shown = ", ".join(f"{m.render()} in {where}" for m, where in pins)
+        r.error(
+            ("slice", "by"),
+            f"every slice label is pinned to one value ({shown}): slicing by labels the selectors pin gives "
+            "one slice; slice by a label whose values tell the slices apart, or widen the matcher (=~) if the "
+            "slices are its values",
+        )
 
 
 def check_threshold_coverage(r: SpecReader, sli: LatencySLI) -> None:

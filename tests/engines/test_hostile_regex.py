@@ -158,3 +158,60 @@ def test_regex_in_label_replace_is_checked_as_re2(tmp_path: Path, run_cli: RunCl
     code, _out, err = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert code == 1
     assert f'{SLO}:12:11: invalid PromQL in sli.gauge.expr: invalid regex "(?x)(.*)" in label_replace()' in err
+
+
+# -- 3. a slice label the selectors pin gives one slice ------------------------------------------
+
+
+def slice_by(tmp_path: Path, by: str, selector: str) -> None:
+    specs = tree(tmp_path, selector)
+    path = specs / SLO_RELATIVE
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("  by: [cluster]\n", f"  by: [{by}]\n"), encoding="utf-8")
+
+
+def test_slice_label_pinned_by_the_selector_is_a_positioned_error(tmp_path: Path, run_cli: RunCli) -> None:
+    """by: [job] with job="kube-dns" gave every slice the same series, and the generated test failed."""
+    slice_by(tmp_path, "job", '{job="kube-dns"}')
+    code, output = generate(run_cli, tmp_path)
+    assert code == 1
+    assert (
+        f'{SLO}:8:7: every slice label is pinned to one value (job="kube-dns" in slice.selector): slicing by '
+        "labels the selectors pin gives one slice"
+    ) in output
+
+
+def test_slice_label_pinned_by_the_sli_is_a_positioned_error(tmp_path: Path, run_cli: RunCli) -> None:
+    specs = make_spec_tree(tmp_path / "specs")
+    path = specs / SLO_RELATIVE
+    text = path.read_text(encoding="utf-8").replace("  by: [cluster]\n", "  by: [rcode]\n")
+    path.write_text(text, encoding="utf-8")
+    code, output = generate(run_cli, tmp_path)
+    assert code == 1
+    assert f'{SLO}:8:7: every slice label is pinned to one value (rcode="SERVFAIL" in sli.ratio.bad)' in output
+
+
+def test_slice_label_with_one_regex_value_is_refused_at_the_spec(tmp_path: Path, run_cli: RunCli) -> None:
+    """A regex that admits one value pins the label too; the test generator says so at the spec."""
+    slice_by(tmp_path, "job", '{job=~"kube-dns"}')
+    code, output = generate(run_cli, tmp_path)
+    assert code == 1
+    assert f"{SLO}:10:1: cannot generate the promtool tests that prove its alerts: the selectors admit one " in output
+    assert "slicing by labels the selectors pin gives one slice" in output
+
+
+def test_slice_label_pinned_beside_a_free_one_compiles(tmp_path: Path, run_cli: RunCli) -> None:
+    """A pinned label beside a free one carries a constant into every alert; the free one splits the slices."""
+    slice_by(tmp_path, "cluster, job", '{job="kube-dns"}')
+    code, output = generate(run_cli, tmp_path)
+    assert code == 0, output
+    assert input_values(tmp_path, "cluster") == {"cluster-a", "cluster-b"}
+    promtool_test(tmp_path, "1h/5m: error ratio 0.0158 just over")
+
+
+def test_slice_label_with_regex_values_compiles(tmp_path: Path, run_cli: RunCli) -> None:
+    slice_by(tmp_path, "job", '{job=~"kube-dns|coredns"}')
+    code, output = generate(run_cli, tmp_path)
+    assert code == 0, output
+    assert input_values(tmp_path, "job") == {"kube-dns", "coredns"}
+    promtool_test(tmp_path, "1h/5m: error ratio 0.0158 just over")

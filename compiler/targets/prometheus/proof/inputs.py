@@ -144,6 +144,13 @@ class Inputs:
             self._slice_values[name] = self._choose_slice_values(index, given, taken)
             for label, value in self._slice_values[name].items():
                 taken.setdefault(label, set()).add(value)
+        if len(self.slices) > 1 and all(v == self._slice_values[self.slices[0]] for v in self._slice_values.values()):
+            shown = ", ".join(f"{label}={value!r}" for label, value in self._slice_values[self.slices[0]].items())
+            raise InputError(
+                f"the selectors admit one value of each slice label ({shown}), so every slice would be the same "
+                "series: slicing by labels the selectors pin gives one slice; slice by a label whose values tell "
+                "the slices apart"
+            )
         self._templates = {name: self._build(name, index) for index, name in enumerate(self.slices)}
         self._conditions = {name: self._condition_series(name) for name in self.slices}
 
