@@ -215,3 +215,26 @@ def test_slice_label_with_regex_values_compiles(tmp_path: Path, run_cli: RunCli)
     assert code == 0, output
     assert input_values(tmp_path, "job") == {"kube-dns", "coredns"}
     promtool_test(tmp_path, "1h/5m: error ratio 0.0158 just over")
+
+
+# -- 2. the value an annotation shows is what Prometheus computes from the written inputs --------
+
+
+@pytest.mark.parametrize("factor", ["3.3", "2.2", "6.1"])
+def test_humanized_value_is_computed_from_the_written_inputs(tmp_path: Path, run_cli: RunCli, factor: str) -> None:
+    """A gauge scaled by 3.3 with max 0: the inputs (12 digits) give 0.999999999999, which Prometheus's
+    humanize writes 1000m/s; the generated test expected 1/s, the value it wanted, and failed."""
+    specs = make_spec_tree(tmp_path / "specs")
+    path = specs / SLO_RELATIVE
+    text = path.read_text(encoding="utf-8")
+    start, end = text.index("sli:"), text.index("persistence:")
+    gauge = (
+        f"sli:\n  gauge:\n    expr: 'max by (cluster) (rate(x_total[5m]) * {factor})'\n"
+        "unit: per_second\nnormal_range:\n  max: 0\n  reason: r\n"
+    )
+    path.write_text(text[:start] + gauge + text[end:], encoding="utf-8")
+    code, output = generate(run_cli, tmp_path)
+    assert code == 0, output
+    test_file = (tmp_path / "out" / "prometheus" / "tests" / "dns-errors.test.yaml").read_text(encoding="utf-8")
+    assert "the value 1000m/s is above the normal range" in test_file
+    promtool_test(tmp_path, "beyond the max 0 is pending")

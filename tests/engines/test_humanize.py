@@ -36,6 +36,10 @@ VALUES = [
     1048576.0,
     0.07200000000000001,
     7.2e-05,
+    0.9999999999999,  # what a gauge scaled by 3.3 reads from 12-digit inputs: 1000m, not 1 (issue 26)
+    0.999999999999,
+    999.9999999999,
+    0.99995,
 ]
 FUNCTIONS = {
     "humanize": humanize,

@@ -151,7 +151,7 @@ def static_beyond(ctx: SpecContext, rule: AlertRule, bound: float, above: bool, 
     )
     if wait and ctx.steady < ctx.first + wait:
         states_at(ctx, group, ctx.steady, [rule], ["pending"])
-    firing_exactly(ctx, group, fires, [rule], beyond, ctx.slice_a)
+    firing_exactly(ctx, group, fires, [rule], ctx.inputs.shown(beyond), ctx.slice_a)
     states_at(ctx, group, stop, [rule], ["firing"])
     if keep > ctx.inputs.settle + STEP_MIN:  # back in range, yet held by keep_firing_for
         states_at(ctx, group, stop + keep, [rule], ["firing"])
@@ -280,5 +280,5 @@ def relative_range(ctx: SpecContext, rule: AlertRule, above: bool) -> Group | No
     nothing_until(group, before, {"alertname": rule.name}, since=since)
     if wait > settle:  # pending once the move shows fully; a max or a quantile may show it from the jump itself
         states_at(ctx, group, jump + settle, [rule], ["pending"])
-    firing_exactly(ctx, group, fires, [rule], moved, ctx.slice_a)
+    firing_exactly(ctx, group, fires, [rule], ctx.inputs.shown(moved), ctx.slice_a)
     return group

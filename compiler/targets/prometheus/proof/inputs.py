@@ -137,6 +137,8 @@ class Inputs:
         onset, self.settle = self._timing()
         self.onset = max(onset, *(_first_minute(c.expr) for c in slo.page_conditions)) if slo.page_conditions else onset
         self.drive: Drive | None = None  # how a gauge or state expression is driven, once solved
+        # A driven gauge's expression as a function of its inputs, and which inputs are counters.
+        self._written: tuple[Callable[[Sequence[float]], float | None], tuple[bool, ...]] | None = None
         self._slice_values: dict[str, dict[str, str]] = {}
         taken: dict[str, set[str]] = {}
         for index, name in enumerate(self.slices):
@@ -175,6 +177,24 @@ class Inputs:
             if (above is None or c > above) and (below is None or c <= below) and (c >= 0 or self._signed)
         ]
         return min(fitting, key=lambda c: (abs(c - wanted), c)) if fitting else None
+
+    def shown(self, value: float) -> float:
+        """The value Prometheus computes (and an alert's annotation shows) for the inputs written for ``value``.
+
+        Inputs are written with 12 significant digits, so a gauge that scales its input (``x * 3.3``) reads
+        0.999999999999 for a wanted 1: humanize shows ``1000m``, not ``1``. The expression is evaluated
+        on the inputs as written; a value that cannot be told apart from ``value`` is ``value``.
+        """
+        if self._written is None or self.drive is None:
+            return value
+        value_of, counters = self._written
+        inputs = self.drive.inputs(value, len(counters))
+        as_written = [
+            clean_number(x * SAMPLE_SECONDS) / SAMPLE_SECONDS if counter else clean_number(x)
+            for x, counter in zip(inputs, counters, strict=True)
+        ]
+        got = value_of(as_written)
+        return value if got is None or not math.isfinite(got) else got
 
     @property
     def _signed(self) -> bool:
@@ -705,6 +725,8 @@ class Inputs:
             if solution is None:
                 solution = self._solve(expr, labels, counters, state)
                 self.drive = solution
+                if not state:
+                    self._written = (self._value_of(expr, labels, counters), tuple(counters))
             for index, (series_labels, counter) in enumerate(zip(labels, counters, strict=True)):
                 coefficient = _state_coefficient if state and index == solution.driver else solution.coefficient(index)
                 templates.append(_Template(series_labels, counter, coefficient, unit))
