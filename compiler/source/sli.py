@@ -293,8 +293,8 @@ def _pinning_places(r: SpecReader, sli: SLI | None, slice_: Slice) -> list[tuple
         ("slice.selector", tuple(m for m in slice_.matchers if m not in (component or ()))),
     ]
     if isinstance(sli, RatioSLI):
-        for field, selectors in (("bad", sli.bad), ("good", sli.good), ("total", sli.total)):
-            places.extend((f"sli.ratio.{field}", selector.matchers) for selector in selectors)
+        for field, written in (("bad", sli.bad), ("good", sli.good), ("total", sli.total)):
+            places.extend((f"sli.ratio.{field}", selector.matchers) for selector in written)
     elif isinstance(sli, LatencySLI | QuantileSLI):
         places.append((f"sli.{'latency' if isinstance(sli, LatencySLI) else 'quantile'}.selector", sli.matchers))
     elif sli is not None:
