@@ -29,6 +29,7 @@ from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
 from compiler.promql import parse_duration
+from compiler.source.load import discover
 from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
@@ -486,6 +487,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 # One function per command; each takes the parsed arguments and returns the exit code.
+def _unreadable(spec_dir: Path) -> str | None:
+    """Why the spec tree cannot be read whole (a broken link, an unreadable directory), or None."""
+    unread: list[tuple[Path, str]] = []
+    discover(spec_dir, unread)
+    if not unread:
+        return None
+    more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+    return f"{printable(unread[0][0])}: {printable(unread[0][1])}{more}"
+
+
 def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
     """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
     from compiler.review.base import BaseError, default_base, extract
@@ -493,14 +504,21 @@ def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, di
     try:
         if args.base_dir is not None:
             base_dir, name = args.base_dir, str(args.base_dir)
+            if not base_dir.is_dir():
+                what = "is not a directory" if base_dir.exists() else "does not exist"
+                raise BaseError(f"--base-dir {base_dir} {what}; give the directory that holds the base specs")
         else:
             ref = args.base or default_base(args.specs)
             base_dir, name = extract(args.specs, ref, workdir), args.base or f"merge base {ref[:12]}"
     except BaseError as exc:
-        print(f"slo-compiler: {exc}", file=sys.stderr)
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if not base_dir.is_dir():
         return None, {}, name
+    unread = _unreadable(base_dir)
+    if unread:
+        print(f"slo-compiler: cannot read the base ({printable(name)}): {unread}", file=sys.stderr)
+        return EXIT_USAGE
     model, diagnostics = compile_specs(base_dir)
     if model is None or diagnostics:
         print(
@@ -533,7 +551,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             try:
                 behaviour = behaviour_of(result, base_plan, head, base_files, files)
             except (BehaviourError, OSError) as exc:
-                print(f"slo-compiler: behaviour not measured: {exc}", file=sys.stderr)
+                print(f"slo-compiler: behaviour not measured: {printable(exc)}", file=sys.stderr)
     sys.stdout.write(render_review(result, name, behaviour, md=args.format == "markdown"))
     return EXIT_OK
 
