@@ -595,18 +595,32 @@ def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) ->
         where = exc.filename or out
         print(f"slo-compiler: cannot write to {out}: {where}: {exc.strerror}; {out} left as it was", file=sys.stderr)
         return EXIT_USAGE
+    _WRITTEN.append(out)
     print(f"slo-compiler: wrote {len(files)} file(s) for {specs} spec(s) to {out}")
     if edited:
         print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {', '.join(edited)}")
+    sys.stdout.flush()  # here, not at exit: an interrupt while the summary waits on the terminal is reported below
     return EXIT_OK
+
+
+# The output directory this run has replaced, once it has: an interrupt after that must not say
+# the output was left as it was.
+_WRITTEN: list[Path] = []
+
+
+def _interrupted() -> str:
+    if _WRITTEN:
+        return f"slo-compiler: interrupted after the new output was written to {printable(_WRITTEN[-1])}"
+    return "slo-compiler: interrupted; output left as it was"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _WRITTEN.clear()
     try:
         return _run(args)
     except KeyboardInterrupt:
-        print("slo-compiler: interrupted; output left as it was", file=sys.stderr)
+        print(_interrupted(), file=sys.stderr)
         return 130
     except InterruptedBySignalError as exc:
         out = getattr(args, "out", "the output")
