@@ -219,7 +219,7 @@ def validate_paths(spec_dir: Path, paths: Sequence[Path]) -> int:
     """
     reasons = _bad_paths(spec_dir, paths)
     for reason in reasons:
-        print(f"slo-compiler: {reason}", file=sys.stderr)
+        print(f"slo-compiler: {printable(reason)}", file=sys.stderr)
     if reasons:
         return EXIT_USAGE
     chosen = [path.resolve() for path in paths]
@@ -295,7 +295,7 @@ def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
 def print_notes(compiled: Plan) -> None:
     """What the user should know about this compilation without it being a problem (exit stays 0)."""
     for note in compiled.notes:
-        print(f"{note.position}: note: {note.message}", file=sys.stderr)
+        print(f"{note.position}: note: {printable(note.message)}", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -353,7 +353,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = stale_files(files, args.out)
     if problems:
         for problem in problems:
-            print(f"{args.out}: {problem}", file=sys.stderr)
+            print(f"{printable(args.out)}: {printable(problem)}", file=sys.stderr)
         print(
             "slo-compiler: generated output is stale; run `slo-compiler generate` (`make generate` here) "
             "and commit the result",
@@ -589,16 +589,17 @@ def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) ->
     try:
         edited = write_tree(files, out, spec_dir)
     except OutputRefusedError as exc:
-        print(f"slo-compiler: refusing to write to {out}: {exc}", file=sys.stderr)
+        print(f"slo-compiler: refusing to write to {printable(out)}: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
-        where = exc.filename or out
-        print(f"slo-compiler: cannot write to {out}: {where}: {exc.strerror}; {out} left as it was", file=sys.stderr)
+        where, shown = printable(exc.filename or out), printable(out)
+        message = f"cannot write to {shown}: {where}: {exc.strerror}; {shown} left as it was"
+        print(f"slo-compiler: {message}", file=sys.stderr)
         return EXIT_USAGE
     _WRITTEN.append(out)
     print(f"slo-compiler: wrote {len(files)} file(s) for {specs} spec(s) to {out}")
     if edited:
-        print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {', '.join(edited)}")
+        print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {printable(', '.join(edited))}")
     sys.stdout.flush()  # here, not at exit: an interrupt while the summary waits on the terminal is reported below
     return EXIT_OK
 

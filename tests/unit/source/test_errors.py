@@ -344,6 +344,23 @@ def test_jsonnet_errors_are_positioned_and_imports_stay_inside_the_spec_dir(
     assert "leaves the spec directory" in message_at(stderr, "specs/escape.jsonnet:1:1")
 
 
+def test_control_characters_in_diagnostics_are_escaped(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    """A newline in a file name or in a quoted value cannot split a diagnostic or forge one of its own:
+    every problem is one line, the control characters written as escapes."""
+    (spec_tree / "bad\nname.yaml").write_text("a: [\n", encoding="utf-8")
+    edit(slo_file, "owner: platform-network", 'owner: "platform-network\\nspecs/fake.yaml:1:1: forged\\x1b[2J"')
+    stderr = validate(run_cli, tmp_path, problems=2)
+    lines = stderr.splitlines()
+    assert len(lines) == 3, stderr
+    assert message_at(stderr, "specs/bad\\x0aname.yaml:2:1").startswith("YAML syntax error")
+    owner = message_at(stderr, f"{SLO}:5:8")
+    assert owner.startswith("unknown owner 'platform-network\\x0aspecs/fake.yaml:1:1: forged\\x1b[2J'"), owner
+    assert not any(line.startswith("specs/fake.yaml") for line in lines)
+    assert "\x1b" not in stderr
+
+
 def test_jsonnet_library_error_is_reported_at_the_library(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
     """An error raised in lib.libsonnet:4 is at the library's own path:line:col, naming the spec file it
     evaluated (was: at line 4 of the importing file, a comment); one inside jsonnet's std is at the spec
