@@ -1,0 +1,76 @@
+"""What the compiler writes and says about valid but unusual specs (issue 26, third sweep): Prometheus
+2.42's own function names, numbers written as the shortest decimal, an Alertmanager config without
+start-up warnings. Checked with the real promtool where it is involved."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
+
+SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
+
+
+def gauge_spec(tmp_path: Path, expr: str) -> Path:
+    """The valid spec tree with a gauge SLI of ``expr`` (on line 12) and a normal range."""
+    spec = make_spec_tree(tmp_path / "specs") / SLO_RELATIVE
+    gauge = f"sli:\n  gauge:\n    expr: '{expr}'\n    aggregate: max\nunit: count\nnormal_range:\n  max: 100\n"
+    spec.write_text(spec.read_text(encoding="utf-8").replace(RATIO_SLI_AND_OBJECTIVE, gauge), encoding="utf-8")
+    return spec
+
+
+def test_prometheus_2_function_names(run_cli: RunCli, tmp_path: Path) -> None:
+    """holt_winters (Prometheus 2.42; the parser knows it only by its 3.x name) is accepted, written as
+    holt_winters, and its generated tests pass in promtool 2.42 (was: refused as an unknown function)."""
+    gauge_spec(tmp_path, "max by (cluster) (holt_winters(coredns_forward_sessions[5m], 0.5, 0.5))")
+    code, _, err = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0, err
+    rules = (tmp_path / "out" / "prometheus" / "rules" / "dns-errors.rules.yaml").read_text(encoding="utf-8")
+    assert 'holt_winters(coredns_forward_sessions{job="kube-dns"}[5m], 0.5, 0.5)' in rules
+    assert "double_exponential_smoothing" not in rules
+    checked = subprocess.run(
+        ["promtool", "check", "rules", "dns-errors.rules.yaml"],
+        cwd=tmp_path / "out" / "prometheus" / "rules",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    tested = subprocess.run(
+        ["promtool", "test", "rules", "dns-errors.test.yaml"],
+        cwd=tmp_path / "out" / "prometheus" / "tests",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (
+            "max by (cluster) (double_exponential_smoothing(coredns_forward_sessions[5m], 0.5, 0.5))",
+            "invalid PromQL in sli.gauge.expr: invalid PromQL: double_exponential_smoothing() is Prometheus 3's "
+            "name; Prometheus 2.42, which runs these rules, calls it holt_winters()",
+        ),
+        (
+            "max by (cluster) (holt_winters(coredns_forward_sessions[5m], 1.5, 0.5))",
+            "cannot generate the promtool tests that prove its alerts: cannot derive test inputs: holt_winters() "
+            "needs a smoothing factor strictly between 0 and 1; Prometheus fails the rule with 1.5",
+        ),
+    ],
+    ids=["3.x-name", "bad-factor"],
+)
+def test_prometheus_2_function_names_refused_at_the_expression(
+    run_cli: RunCli, tmp_path: Path, expr: str, message: str
+) -> None:
+    gauge_spec(tmp_path, expr)
+    code, out, err = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, out) == (1, ""), err
+    problems = [line for line in err.splitlines() if line.startswith(SPEC)]
+    assert len(problems) == 1, err
+    assert problems[0].split(": ", 1)[1].startswith(message), err
