@@ -12,7 +12,7 @@ from typing import Literal, get_args
 from compiler.diagnostics import Position
 from compiler.model.stacks import ScrapeProfile
 from compiler.promql import Matcher
-from compiler.text.numbers import clean_number
+from compiler.text.numbers import clean_number, complement
 
 Severity = Literal["page", "ticket", "info"]
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
@@ -221,7 +221,8 @@ class Objective:
 
     @property
     def budget(self) -> float:
-        return 1.0 - self.target
+        """The error budget, 1 - target, computed in decimal (0.001% for 99.999%, without binary noise)."""
+        return complement(self.target)
 
     def guard_share(self, burn: BurnAlert) -> float:
         """The share of the period's budget, in events, a pair's long window must hold before it alerts.

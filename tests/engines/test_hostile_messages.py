@@ -74,3 +74,30 @@ def test_prometheus_2_function_names_refused_at_the_expression(
     problems = [line for line in err.splitlines() if line.startswith(SPEC)]
     assert len(problems) == 1, err
     assert problems[0].split(": ", 1)[1].startswith(message), err
+
+
+def test_thresholds_are_the_shortest_decimal(run_cli: RunCli, tmp_path: Path) -> None:
+    """A 99.999% objective: the budget is 1e-05 and the thresholds 14.4x, 6x, 3x, 1x of it, written as
+    0.000144, 6e-05, 3e-05, 1e-05 and the budget as 0.001% (was: > 0.000143999999999 and a budget of
+    0.000999999999995%, from 1 - 0.99999 in binary floating point); promtool still passes its tests."""
+    spec = make_spec_tree(tmp_path / "specs") / SLO_RELATIVE
+    spec.write_text(spec.read_text(encoding="utf-8").replace("target: 99.9%", "target: 99.999%"), encoding="utf-8")
+    code, _, err = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0, err
+    rules = (tmp_path / "out" / "prometheus" / "rules" / "dns-errors.rules.yaml").read_text(encoding="utf-8")
+    for threshold in ("0.000144", "6e-05", "3e-05", "1e-05"):
+        assert f") > {threshold}\n" in rules, threshold
+    assert ") / 1e-05\n" in rules
+    assert "(threshold 0.001%)" in rules
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file() and path.suffix in (".yaml", ".md", ".html", ".json"):
+            text = path.read_text(encoding="utf-8")
+            assert "99999999" not in text and "0.000143999" not in text, path
+    tested = subprocess.run(
+        ["promtool", "test", "rules", "dns-errors.test.yaml"],
+        cwd=tmp_path / "out" / "prometheus" / "tests",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert tested.returncode == 0, tested.stdout + tested.stderr
