@@ -473,8 +473,12 @@ class Smtp:
 DEFAULT_TIMING: dict[Severity, Timing] = {
     "page": Timing(30_000, 5 * 60_000, 4 * 3_600_000),
     "ticket": Timing(5 * 60_000, 30 * 60_000, 24 * 3_600_000),
-    "info": Timing(10 * 60_000, 60 * 60_000, 7 * 24 * 3_600_000),
+    "info": Timing(10 * 60_000, 60 * 60_000, 4 * 24 * 3_600_000),
 }
+# Alertmanager keeps its notification log for --data.retention (120h by default, 0.25): a longer
+# repeat_interval is forgotten first, so the notification repeats sooner than asked, and Alertmanager
+# warns about every such route at start-up.
+ALERTMANAGER_RETENTION_MS = 120 * 3_600_000
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import servers
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
 
 SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
@@ -101,3 +102,34 @@ def test_thresholds_are_the_shortest_decimal(run_cli: RunCli, tmp_path: Path) ->
         check=False,
     )
     assert tested.returncode == 0, tested.stdout + tested.stderr
+
+
+def test_alertmanager_repeat_interval_within_retention(tmp_path: Path, repo_root: Path) -> None:
+    """The real Alertmanager 0.25 starts on the generated config without a warning (was: "repeat_interval
+    is greater than the data retention period" for every info route, 168h over its 120h retention)."""
+    config = tmp_path / "alertmanager"
+    for source in (repo_root / "generated" / "alertmanager").rglob("*"):
+        if source.is_file():
+            target = config / source.relative_to(repo_root / "generated" / "alertmanager")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    with servers.alertmanager(tmp_path, config / "alertmanager.yaml"):
+        log = (tmp_path / "alertmanager.log").read_text(encoding="utf-8")
+    assert "msg=" in log, log  # the log is Alertmanager's
+    assert "level=warn" not in log, log
+
+
+def test_alertmanager_repeat_interval_over_retention_is_refused(run_cli: RunCli, tmp_path: Path) -> None:
+    specs = make_spec_tree(tmp_path / "specs")
+    project = specs / "project.yaml"
+    project.write_text(
+        project.read_text(encoding="utf-8")
+        + "alertmanager:\n  timing:\n    info: {group_wait: 10m, group_interval: 1h, repeat_interval: 168h}\n",
+        encoding="utf-8",
+    )
+    code, out, err = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, out) == (1, ""), err
+    assert err.startswith(
+        "specs/project.yaml:7:66: repeat_interval 168h is longer than the 120h limit, the time Alertmanager keeps "
+        "its notification log (--data.retention default)"
+    ), err
