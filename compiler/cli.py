@@ -29,6 +29,7 @@ from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
 from compiler.promql import parse_duration
+from compiler.source.load import discover
 from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
@@ -218,7 +219,7 @@ def validate_paths(spec_dir: Path, paths: Sequence[Path]) -> int:
     """
     reasons = _bad_paths(spec_dir, paths)
     for reason in reasons:
-        print(f"slo-compiler: {reason}", file=sys.stderr)
+        print(f"slo-compiler: {printable(reason)}", file=sys.stderr)
     if reasons:
         return EXIT_USAGE
     chosen = [path.resolve() for path in paths]
@@ -294,7 +295,7 @@ def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
 def print_notes(compiled: Plan) -> None:
     """What the user should know about this compilation without it being a problem (exit stays 0)."""
     for note in compiled.notes:
-        print(f"{note.position}: note: {note.message}", file=sys.stderr)
+        print(f"{note.position}: note: {printable(note.message)}", file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -352,7 +353,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     problems = stale_files(files, args.out)
     if problems:
         for problem in problems:
-            print(f"{args.out}: {problem}", file=sys.stderr)
+            print(f"{printable(args.out)}: {printable(problem)}", file=sys.stderr)
         print(
             "slo-compiler: generated output is stale; run `slo-compiler generate` (`make generate` here) "
             "and commit the result",
@@ -486,6 +487,16 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 
 # One function per command; each takes the parsed arguments and returns the exit code.
+def _unreadable(spec_dir: Path) -> str | None:
+    """Why the spec tree cannot be read whole (a broken link, an unreadable directory), or None."""
+    unread: list[tuple[Path, str]] = []
+    discover(spec_dir, unread)
+    if not unread:
+        return None
+    more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
+    return f"{printable(unread[0][0])}: {printable(unread[0][1])}{more}"
+
+
 def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
     """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
     from compiler.review.base import BaseError, default_base, extract
@@ -493,14 +504,21 @@ def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, di
     try:
         if args.base_dir is not None:
             base_dir, name = args.base_dir, str(args.base_dir)
+            if not base_dir.is_dir():
+                what = "is not a directory" if base_dir.exists() else "does not exist"
+                raise BaseError(f"--base-dir {base_dir} {what}; give the directory that holds the base specs")
         else:
             ref = args.base or default_base(args.specs)
             base_dir, name = extract(args.specs, ref, workdir), args.base or f"merge base {ref[:12]}"
     except BaseError as exc:
-        print(f"slo-compiler: {exc}", file=sys.stderr)
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     if not base_dir.is_dir():
         return None, {}, name
+    unread = _unreadable(base_dir)
+    if unread:
+        print(f"slo-compiler: cannot read the base ({printable(name)}): {unread}", file=sys.stderr)
+        return EXIT_USAGE
     model, diagnostics = compile_specs(base_dir)
     if model is None or diagnostics:
         print(
@@ -533,7 +551,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             try:
                 behaviour = behaviour_of(result, base_plan, head, base_files, files)
             except (BehaviourError, OSError) as exc:
-                print(f"slo-compiler: behaviour not measured: {exc}", file=sys.stderr)
+                print(f"slo-compiler: behaviour not measured: {printable(exc)}", file=sys.stderr)
     sys.stdout.write(render_review(result, name, behaviour, md=args.format == "markdown"))
     return EXIT_OK
 
@@ -571,24 +589,39 @@ def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) ->
     try:
         edited = write_tree(files, out, spec_dir)
     except OutputRefusedError as exc:
-        print(f"slo-compiler: refusing to write to {out}: {exc}", file=sys.stderr)
+        print(f"slo-compiler: refusing to write to {printable(out)}: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except OSError as exc:
-        where = exc.filename or out
-        print(f"slo-compiler: cannot write to {out}: {where}: {exc.strerror}; {out} left as it was", file=sys.stderr)
+        where, shown = printable(exc.filename or out), printable(out)
+        message = f"cannot write to {shown}: {where}: {exc.strerror}; {shown} left as it was"
+        print(f"slo-compiler: {message}", file=sys.stderr)
         return EXIT_USAGE
+    _WRITTEN.append(out)
     print(f"slo-compiler: wrote {len(files)} file(s) for {specs} spec(s) to {out}")
     if edited:
-        print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {', '.join(edited)}")
+        print(f"slo-compiler: replaced {len(edited)} hand-edited file(s): {printable(', '.join(edited))}")
+    sys.stdout.flush()  # here, not at exit: an interrupt while the summary waits on the terminal is reported below
     return EXIT_OK
+
+
+# The output directory this run has replaced, once it has: an interrupt after that must not say
+# the output was left as it was.
+_WRITTEN: list[Path] = []
+
+
+def _interrupted() -> str:
+    if _WRITTEN:
+        return f"slo-compiler: interrupted after the new output was written to {printable(_WRITTEN[-1])}"
+    return "slo-compiler: interrupted; output left as it was"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    _WRITTEN.clear()
     try:
         return _run(args)
     except KeyboardInterrupt:
-        print("slo-compiler: interrupted; output left as it was", file=sys.stderr)
+        print(_interrupted(), file=sys.stderr)
         return 130
     except InterruptedBySignalError as exc:
         out = getattr(args, "out", "the output")

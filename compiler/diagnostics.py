@@ -2,6 +2,7 @@
 
 The compiler never stops at the first problem: every stage appends to one
 ``Diagnostics`` collection so a pull request shows all of its mistakes at once.
+Each problem is one line: control characters in a path or a message are written as escapes.
 Hostile input can produce a problem per line, so adding one is O(1) (a set, not a list
 scan) and each file shows its first ``MAX_DIAGNOSTICS_PER_FILE`` problems, followed by a
 line that says how many more there are.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+
+from compiler.text.terminal import printable
 
 # Nobody reads more than a screenful per file; past that, fixing the first ones and running
 # again is the way forward, and the cap keeps a 2 MB file of mistakes from flooding stderr.
@@ -26,7 +29,7 @@ class Position:
     col: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        return f"{printable(self.path)}:{self.line}:{self.col}"
 
 
 @dataclass(frozen=True, order=True)
@@ -35,7 +38,9 @@ class Diagnostic:
     message: str
 
     def __str__(self) -> str:
-        return f"{self.position}: {self.message}"
+        """One line: control characters of a file name or a quoted value (a newline, ESC) written as
+        escapes (``\\n``, ``\\x1b``), so a value cannot forge a line of its own or drive the terminal."""
+        return f"{self.position}: {printable(self.message)}"
 
 
 @dataclass

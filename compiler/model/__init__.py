@@ -12,7 +12,7 @@ from typing import Literal, get_args
 from compiler.diagnostics import Position
 from compiler.model.stacks import ScrapeProfile
 from compiler.promql import Matcher
-from compiler.text.numbers import clean_number
+from compiler.text.numbers import clean_number, complement
 
 Severity = Literal["page", "ticket", "info"]
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
@@ -221,7 +221,8 @@ class Objective:
 
     @property
     def budget(self) -> float:
-        return 1.0 - self.target
+        """The error budget, 1 - target, computed in decimal (0.001% for 99.999%, without binary noise)."""
+        return complement(self.target)
 
     def guard_share(self, burn: BurnAlert) -> float:
         """The share of the period's budget, in events, a pair's long window must hold before it alerts.
@@ -472,8 +473,12 @@ class Smtp:
 DEFAULT_TIMING: dict[Severity, Timing] = {
     "page": Timing(30_000, 5 * 60_000, 4 * 3_600_000),
     "ticket": Timing(5 * 60_000, 30 * 60_000, 24 * 3_600_000),
-    "info": Timing(10 * 60_000, 60 * 60_000, 7 * 24 * 3_600_000),
+    "info": Timing(10 * 60_000, 60 * 60_000, 4 * 24 * 3_600_000),
 }
+# Alertmanager keeps its notification log for --data.retention (120h by default, 0.25): a longer
+# repeat_interval is forgotten first, so the notification repeats sooner than asked, and Alertmanager
+# warns about every such route at start-up.
+ALERTMANAGER_RETENTION_MS = 120 * 3_600_000
 
 
 @dataclass(frozen=True)

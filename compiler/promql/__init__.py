@@ -50,6 +50,7 @@ __all__ = [
     "parse_duration",
     "parse_expr",
     "parse_selector",
+    "prometheus_name",
     "quote",
     "render_expr",
     "render_selector",
@@ -245,9 +246,42 @@ def format_duration(ms: int) -> str:
 # --------------------------------------------------------------------------
 
 
+# The parser speaks Prometheus 3, the rules run on Prometheus 2.42: Prometheus 3 renamed holt_winters to
+# double_exponential_smoothing. Expressions are written and rendered with the 2.42 name (the parser is
+# handed the 3.x one), and the 3.x name is refused, since Prometheus 2.42 would not load the rule.
+RENAMED_IN_PROMETHEUS_3 = {"holt_winters": "double_exponential_smoothing"}
+_PROMETHEUS_2_NAME = {new: old for old, new in RENAMED_IN_PROMETHEUS_3.items()}
+_TOKENS = re.compile(
+    r"(?P<string>\"(?:[^\"\\\n]|\\.)*\"?|'(?:[^'\\\n]|\\.)*'?|`[^`]*`?)|(?P<comment>#[^\n]*)"
+    r"|(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?=\s*\()"
+)
+
+
+def prometheus_name(function: str) -> str:
+    """A function's name as Prometheus 2.42 spells it (the parser's name for renamed ones)."""
+    return _PROMETHEUS_2_NAME.get(function, function)
+
+
+def _in_parser_dialect(text: str) -> str:
+    """``text`` with holt_winters( as the parser's double_exponential_smoothing(; strings and comments kept."""
+
+    def swap(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name in _PROMETHEUS_2_NAME:
+            raise ValueError(
+                f"{name}() is Prometheus 3's name; Prometheus 2.42, which runs these rules, calls it "
+                f"{_PROMETHEUS_2_NAME[name]}()"
+            )
+        return RENAMED_IN_PROMETHEUS_3.get(name, name) if name else match.group()
+
+    if not any(name in text for name in (*RENAMED_IN_PROMETHEUS_3, *_PROMETHEUS_2_NAME)):
+        return text
+    return _TOKENS.sub(swap, text)
+
+
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _parse_cached(text: str) -> pp.Expr:
-    return pp.parse(text)
+    return pp.parse(_in_parser_dialect(text))
 
 
 def parse_expr(text: str) -> pp.Expr:
@@ -489,7 +523,7 @@ def analyse(text: str) -> Analysis:
                 offsets.append(_td_ms(node.offset))
             pinned.extend(_pinned_ms(node.at))
         elif isinstance(node, pp.Call):
-            functions.append(node.func.name)
+            functions.append(prometheus_name(node.func.name))
             _check_label_replace_regex(node)
     return Analysis(tuple(selectors), tuple(ranges), tuple(functions), tuple(offsets), tuple(pinned))
 
@@ -718,7 +752,7 @@ class _Renderer:
             return "-" + self._wrap(node.expr, _PREC_UNARY), _PREC_UNARY
         if isinstance(node, pp.Call):
             args = ", ".join(self.render(a) for a in node.args)
-            return f"{node.func.name}({args})", _PREC_ATOM
+            return f"{prometheus_name(node.func.name)}({args})", _PREC_ATOM
         if isinstance(node, pp.AggregateExpr):
             return self._aggregate(node), _PREC_ATOM
         if isinstance(node, pp.BinaryExpr):

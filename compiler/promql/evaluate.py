@@ -37,6 +37,7 @@ from compiler.promql import (
     _td_ms,
     is_valid_label_name,
     parse_expr,
+    prometheus_name,
     regex,
 )
 from compiler.promql.synth import matches
@@ -597,7 +598,7 @@ class _Evaluator:
             return self._label_join(args)
         if any(t == pp.ValueType.Matrix for t in node.func.arg_types):
             return self._range_function(name, args)
-        raise Unsupported(f"function {name}() is not supported by the steady-state evaluator")
+        raise Unsupported(f"function {prometheus_name(name)}() is not supported by the steady-state evaluator")
 
     def _clamp(self, name: str, args: list[pp.Expr]) -> _Vector:
         """clamp/clamp_min/clamp_max with Go's NaN-propagating min/max."""
@@ -653,6 +654,13 @@ class _Evaluator:
 
     def _range_function(self, name: str, args: list[pp.Expr]) -> _Vector:
         """Functions over a range vector, reduced to per-series constants."""
+        if name == "double_exponential_smoothing":  # holt_winters in Prometheus 2.42
+            for factor, arg in zip(("smoothing", "trend"), args[1:3], strict=True):
+                if not 0 < self.scalar(arg) < 1:
+                    raise Unsupported(
+                        f"holt_winters() needs a {factor} factor strictly between 0 and 1; Prometheus fails the "
+                        f"rule with {self.scalar(arg):g}"
+                    )
         if name == "quantile_over_time":
             q, rng = self.scalar(args[0]), self.range(args[1])
         else:
@@ -691,14 +699,15 @@ class _Evaluator:
                 raise Unsupported(f"{name}() of growing counter {_show(labels)} depends on the scrape interval")
             return 0.0
         if counter:
-            raise Unsupported(f"{name}() of counter {_show(labels)} depends on its raw value, which is unknown")
-        if name in _GAUGE_IDENTITY_OVER_TIME or name == "predict_linear":
-            return value
+            shown = prometheus_name(name)
+            raise Unsupported(f"{shown}() of counter {_show(labels)} depends on its raw value, which is unknown")
+        if name in _GAUGE_IDENTITY_OVER_TIME or name in ("predict_linear", "double_exponential_smoothing"):
+            return value  # a constant gauge has no trend: its smoothed value (holt_winters) is itself
         if name == "quantile_over_time":
             return _quantile(q, [value])
         if name in ("stddev_over_time", "stdvar_over_time"):
             return 0.0 if math.isfinite(value) else math.nan
-        raise Unsupported(f"function {name}() is not supported by the steady-state evaluator")
+        raise Unsupported(f"function {prometheus_name(name)}() is not supported by the steady-state evaluator")
 
     # -- aggregation ----------------------------------------------------------
 

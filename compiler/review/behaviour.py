@@ -25,9 +25,8 @@ import yaml
 
 from compiler.model import SLO
 from compiler.model.links import rules_path
+from compiler.promql.samples import SampleSyntaxError, parse_samples
 
-_GOT = re.compile(r"\{([^{}]*)\} (-?[0-9.]+(?:E[+-][0-9]+)?)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])")
 
@@ -103,6 +102,10 @@ def _alert_key(labels: dict[str, str]) -> str:
 _TAG = re.compile(r"(min|max)_over_time.* or vector\(-(\d+)\)")
 
 
+class BehaviourError(RuntimeError):
+    """promtool could not run a case at all (not an assertion failure: those are the answers)."""
+
+
 def _parse(output: str) -> dict[tuple[int, str], dict[str, float]]:
     """(case index, min|max) -> alert key -> minute, from promtool's failure report."""
     answers: dict[tuple[int, str], dict[str, float]] = {}
@@ -116,17 +119,16 @@ def _parse(output: str) -> dict[tuple[int, str], dict[str, float]]:
         elif text.startswith("got:") and current is not None:
             pick = min if current[1] == "min" else max
             found = answers[current]
-            for labels, value in _GOT.findall(text):
-                parsed = dict(_LABEL.findall(labels))
-                if "alertname" not in parsed:
+            try:
+                samples = parse_samples(text.removeprefix("got:"))
+            except SampleSyntaxError as exc:
+                raise BehaviourError(f"cannot read promtool's answer: {exc}") from None
+            for labels, value in samples:
+                if "alertname" not in labels:
                     continue  # the tag itself
-                key = _alert_key(parsed)
-                found[key] = pick(found.get(key, float(value)), float(value))  # the earliest or latest slice
+                key = _alert_key(labels)
+                found[key] = pick(found.get(key, value), value)  # the earliest or latest slice
     return answers
-
-
-class BehaviourError(RuntimeError):
-    """promtool could not run a case at all (not an assertion failure: those are the answers)."""
 
 
 def _run_cases(workdir: Path, rules: str, groups: list[dict[str, Any]]) -> Timings:

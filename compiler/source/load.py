@@ -330,7 +330,13 @@ def load_file(file: Path, display: str, diagnostics: Diagnostics) -> list[Docume
     return [] if text is None else load_text(text, display, diagnostics)
 
 
-_JSONNET_LOCATION = re.compile(r"(?P<path>[^\s:]+\.(?:jsonnet|libsonnet)):(?P<line>\d+):(?P<col>\d+)")
+# jsonnet writes a location as ``path:line:col[-col]`` or, over several lines, ``path:(line:col)-(line:col)``:
+# after "STATIC ERROR: " on the first line, or at the start of a stack-trace line (innermost frame first).
+_JSONNET_LOCATION = re.compile(
+    r"(?:^(?:STATIC|RUNTIME) ERROR: |^\t)(?P<path>[^\t\n]+?):(?:(?P<line>\d+):(?P<col>\d+)(?:-\d+)?|"
+    r"\((?P<mline>\d+):(?P<mcol>\d+)\)-\(\d+:\d+\))(?=[\t:\n]|$)",
+    re.M,
+)
 _OUT_OF_MEMORY_EXITS = {3, 134, -signal.SIGABRT, -signal.SIGKILL, -signal.SIGSEGV}
 
 
@@ -375,12 +381,25 @@ def _evaluate_jsonnet(file: Path, spec_root: Path) -> dict[str, str]:
     return {"limit": f"jsonnet evaluation failed (exit {child.returncode}): {detail[-1] if detail else 'no output'}"}
 
 
-def _jsonnet_error(message: str, display: str) -> tuple[Position, str]:
+def _jsonnet_error(message: str, file: Path, display: str, display_root: Path | None) -> tuple[Position, str]:
+    """jsonnet's error at the innermost place in a file of ours: the spec file itself or a library it
+    imports (not jsonnet's own std.jsonnet, whose lines mean nothing in the spec)."""
     first = message.splitlines()[0] if message else "jsonnet error"
-    match = _JSONNET_LOCATION.search(message)
-    line, col = (int(match["line"]), int(match["col"])) if match else (1, 1)
-    text = _JSONNET_LOCATION.sub("", first).replace("STATIC ERROR:", "").replace("RUNTIME ERROR:", "")
-    return Position(display, line, col), f"jsonnet error: {text.strip(' :')}"
+    where, note = Position(display, 1, 1), ""
+    for match in _JSONNET_LOCATION.finditer(message):
+        path = match["path"]
+        line, col = int(match["line"] or match["mline"]), int(match["col"] or match["mcol"])
+        if path == str(file) or (Path(path).is_absolute() and Path(path) == file.resolve()):
+            where = Position(display, line, col)
+        elif Path(path).is_absolute() and Path(path).is_file():  # imports are served by absolute path
+            library = _display(Path(path), display_root) if display_root else path
+            where, note = Position(library, line, col), f" (evaluating {display})"
+        else:
+            continue
+        break
+    text = _JSONNET_LOCATION.sub("", first, count=1) if first.startswith("STATIC ERROR:") else first
+    text = text.replace("STATIC ERROR:", "").replace("RUNTIME ERROR:", "")
+    return where, f"jsonnet error: {text.strip(' :')}{note}"
 
 
 def _data_too_large(value: Any) -> str | None:
@@ -398,13 +417,16 @@ def _data_too_large(value: Any) -> str | None:
     return None
 
 
-def load_jsonnet(file: Path, display: str, spec_root: Path, diagnostics: Diagnostics) -> list[Document]:
+def load_jsonnet(
+    file: Path, display: str, spec_root: Path, diagnostics: Diagnostics, display_root: Path | None = None
+) -> list[Document]:
     """Evaluate a ``.jsonnet`` spec file: one spec object, or a list of documents.
 
     The source has the limits of a YAML file; evaluation runs in a child process bounded
     in time and memory, and its output has the YAML limits on documents, nodes and nesting.
     Imports are served only from inside the spec directory. Evaluation errors keep the
-    location jsonnet reports; problems in the produced data point at the line of the
+    location jsonnet reports, in the library it happened in (shown relative to ``display_root``);
+    problems in the produced data point at the line of the
     jsonnet file that names the spec (jsonnet output carries no positions of its own).
     """
     source = _read_source(file, display, diagnostics)
@@ -415,7 +437,7 @@ def load_jsonnet(file: Path, display: str, spec_root: Path, diagnostics: Diagnos
         if "limit" in result:
             diagnostics.error(Position(display, 1, 1), result["limit"])
         else:
-            diagnostics.error(*_jsonnet_error(result.get("error", "").strip(), display))
+            diagnostics.error(*_jsonnet_error(result.get("error", "").strip(), file, display, display_root))
         return []
     try:
         data = json.loads(result["output"])
@@ -499,7 +521,7 @@ def load_tree(spec_dir: Path, display_root: Path, diagnostics: Diagnostics) -> l
     for file in discover(spec_dir, problems):
         display = _display(file, display_root)
         if file.suffix == ".jsonnet":
-            loaded = load_jsonnet(file, display, spec_dir, diagnostics)
+            loaded = load_jsonnet(file, display, spec_dir, diagnostics, display_root)
         else:
             loaded = load_file(file, display, diagnostics)
         inside = file.relative_to(spec_dir).as_posix()

@@ -25,7 +25,7 @@ from compiler.model.windows import (
 from compiler.source.load import PathKey
 from compiler.source.reader import SpecReader, dotted, parse_percent
 from compiler.source.spec_types import SLOBurnAlert
-from compiler.text.numbers import clean_number, go_float
+from compiler.text.numbers import clean_number, complement, go_float
 
 MIN_BURN_FACTOR = 0.01  # the default policy's smallest factor is 0.23 (7d period, 3d window)
 # The smallest error ratio an alert may compare with: latency and good/total SLIs count bad events as
@@ -107,7 +107,7 @@ def read_traffic_guard(r: SpecReader) -> float:
 def check_budget_resolvable(r: SpecReader, percent: float) -> None:
     """Burn thresholds go down to MIN_BURN_FACTOR x the budget; under MIN_ERROR_RATIO they are error
     ratios Prometheus cannot tell from 0."""
-    budget = 1 - percent / 100
+    budget = complement(clean_number(percent / 100))
     if budget * MIN_BURN_FACTOR < MIN_ERROR_RATIO:
         most = go_float(clean_number(100 - 100 * MIN_ERROR_RATIO / MIN_BURN_FACTOR))
         r.error(
@@ -141,7 +141,7 @@ def read_burn_alerts(r: SpecReader, target: float, period: int) -> tuple[BurnAle
     raw = r.data.get("objective", {}).get("burn_alerts")
     policy = _policy_name(r, raw is not None)
     steps = _default_steps(period, policy) if raw is None else _declared_steps(r, raw, period)
-    budget = 1 - target
+    budget = complement(target)
     for key, alert in steps:
         for window in (alert.long_ms, alert.short_ms):
             if window % BURN_WINDOW_STEP_MS:

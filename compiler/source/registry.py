@@ -12,6 +12,7 @@ from typing import Any
 from compiler import promql
 from compiler.diagnostics import Diagnostics
 from compiler.model import (
+    ALERTMANAGER_RETENTION_MS,
     DEFAULT_TIMING,
     Automation,
     Channel,
@@ -55,6 +56,16 @@ def _timing(document: Document, key: PathKey, raw: Any, default: Timing, diagnos
     timing = Timing(*values)
     if timing.group_interval_ms <= 0 or timing.repeat_interval_ms < timing.group_interval_ms:
         diagnostics.error(document.position(key), "repeat_interval must be at least group_interval, and both positive")
+    if timing.repeat_interval_ms > ALERTMANAGER_RETENTION_MS:
+        where = (*key, "repeat_interval") if "repeat_interval" in raw else key
+        diagnostics.error(
+            document.position(where),
+            f"repeat_interval {raw.get('repeat_interval') or promql.format_duration(timing.repeat_interval_ms)} "
+            "is longer than the "
+            f"{ALERTMANAGER_RETENTION_MS // 3_600_000}h limit, the time Alertmanager keeps its notification log "
+            "(--data.retention default): it would forget the notification first and repeat it sooner than "
+            "asked, and warns at start-up; use at most 120h (e.g. 96h)",
+        )
     return timing
 
 

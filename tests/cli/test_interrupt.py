@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.write import read_tree
+from compiler.write import MANIFEST_NAME, read_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,3 +63,39 @@ def test_an_interrupted_generate_leaves_the_old_or_the_complete_new_output(
     assert _generate(new_specs, out).wait(timeout=120) == 0
     assert read_tree(out) == new_files
     assert not list(tmp_path.glob(".generated.*"))
+
+
+def test_interrupt_after_the_output_was_written_says_so(tmp_path: Path) -> None:
+    """SIGINT while the summary waits on a blocked terminal: the new output is in place, and the message
+    says so (was: "output left as it was"). stdout is a pipe already full, so the summary's write blocks."""
+    specs = shutil.copytree(REPO_ROOT / "tests" / "fixtures" / "specs", tmp_path / "specs")
+    out = tmp_path / "generated"
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write_end, b"x" * 4096)
+    os.set_blocking(write_end, True)  # the flag is shared with the child's copy of the descriptor
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "compiler", "generate", "--specs", str(specs), "--out", str(out)],
+        cwd=tmp_path,
+        env=env,
+        stdout=write_end,
+        stderr=subprocess.PIPE,
+    )
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 120
+        while not (out / MANIFEST_NAME).exists() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (out / MANIFEST_NAME).exists(), "generate never wrote its output"
+        time.sleep(0.2)  # let it reach the blocked summary
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    finally:
+        os.close(read_end)
+    assert process.returncode == 130
+    message = err.decode()
+    assert "left as it was" not in message
+    assert message.strip().endswith(f"new output was written to {out}"), message

@@ -139,9 +139,3 @@ def test_the_default_base_is_the_merge_base_with_main(run_cli: RunCli, tmp_path:
     assert code == 2
     assert err.strip() == "slo-compiler: unknown revision 'no-such-ref'"
 
-
-def test_a_base_without_the_spec_directory_shows_every_spec_as_added(run_cli: RunCli, tmp_path: Path) -> None:
-    head = tmp_path / "head" / "specs"
-    shutil.copytree(FIXTURE_SPECS, head)
-    out = review(run_cli, tmp_path / "missing", head, "--no-behaviour")
-    assert "7 added; 0 unchanged" in out

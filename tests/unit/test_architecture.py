@@ -41,7 +41,7 @@ STAGES = {
 # What each stage may import (besides itself and the standard library / third parties).
 ALLOWED: dict[str, set[str]] = {
     "root": set(),
-    "diagnostics": set(),
+    "diagnostics": {"text"},
     "text": set(),
     "promql": {"text"},
     "model": {"diagnostics", "promql", "text"},

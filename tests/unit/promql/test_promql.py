@@ -538,3 +538,18 @@ def test_render_expr_injects_matchers() -> None:
     node = promql_parser.parse("rate(x[5m])")
     assert render_expr(node, [Matcher("a", "=", "b")]) == 'rate(x{a="b"}[5m])'
     assert render_expr(node) == "rate(x[5m])"
+
+
+def test_prometheus_2_function_names_round_trip() -> None:
+    """holt_winters is read (the parser knows only its Prometheus 3 name) and written back as holt_winters;
+    the same letters in a string, a label name or a metric name are left alone; the 3.x name is refused."""
+    text = 'holt_winters(x{a="holt_winters(y[5m], 1, 1)"}[5m], 0.5, 0.5) + holt_winters{holt_winters="1"}'
+    rendered = inject_matchers(text, [Matcher("job", "=", "j")])
+    assert rendered == (
+        'holt_winters(x{a="holt_winters(y[5m], 1, 1)",job="j"}[5m], 0.5, 0.5) '
+        '+ holt_winters{holt_winters="1",job="j"}'
+    )
+    assert analyse(text).functions == ("holt_winters",)
+    with pytest.raises(PromQLError, match=r"Prometheus 3's name; Prometheus 2\.42.*holt_winters"):
+        parse_expr("double_exponential_smoothing(x[5m], 0.5, 0.5)")
+    assert parse_selector('x{a="double_exponential_smoothing(1)"}')[1][0].value == "double_exponential_smoothing(1)"

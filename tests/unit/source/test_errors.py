@@ -344,6 +344,47 @@ def test_jsonnet_errors_are_positioned_and_imports_stay_inside_the_spec_dir(
     assert "leaves the spec directory" in message_at(stderr, "specs/escape.jsonnet:1:1")
 
 
+def test_control_characters_in_diagnostics_are_escaped(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, slo_file: Path
+) -> None:
+    """A newline in a file name or in a quoted value cannot split a diagnostic or forge one of its own:
+    every problem is one line, the control characters written as escapes."""
+    (spec_tree / "bad\nname.yaml").write_text("a: [\n", encoding="utf-8")
+    edit(slo_file, "owner: platform-network", 'owner: "platform-network\\nspecs/fake.yaml:1:1: forged\\x1b[2J"')
+    stderr = validate(run_cli, tmp_path, problems=2)
+    lines = stderr.splitlines()
+    assert len(lines) == 3, stderr
+    assert message_at(stderr, "specs/bad\\x0aname.yaml:2:1").startswith("YAML syntax error")
+    owner = message_at(stderr, f"{SLO}:5:8")
+    assert owner.startswith("unknown owner 'platform-network\\x0aspecs/fake.yaml:1:1: forged\\x1b[2J'"), owner
+    assert not any(line.startswith("specs/fake.yaml") for line in lines)
+    assert "\x1b" not in stderr
+
+
+def test_jsonnet_library_error_is_reported_at_the_library(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """An error raised in lib.libsonnet:4 is at the library's own path:line:col, naming the spec file it
+    evaluated (was: at line 4 of the importing file, a comment); one inside jsonnet's std is at the spec
+    line that called it (was: the line number in std.jsonnet)."""
+    (spec_tree / "lib").mkdir()
+    (spec_tree / "lib" / "lib.libsonnet").write_text(
+        "// helpers\n{\n  broken(x)::\n    error 'library failure ' + x,\n}\n", encoding="utf-8"
+    )
+    (spec_tree / "lib" / "syntax.libsonnet").write_text("{\n  a: 1,\n  b: ;\n}\n", encoding="utf-8")
+    (spec_tree / "uses.jsonnet").write_text(
+        "// 1\n// 2\n// 3\n// 4: a comment\nlocal lib = import 'lib/lib.libsonnet';\nlib.broken('boom')\n",
+        encoding="utf-8",
+    )
+    (spec_tree / "static.jsonnet").write_text("import 'lib/syntax.libsonnet'\n", encoding="utf-8")
+    (spec_tree / "std.jsonnet").write_text("local f(x) = std.parseInt(x);\n{a: f('q')}\n", encoding="utf-8")
+    stderr = validate(run_cli, tmp_path, problems=3)
+    assert message_at(stderr, "specs/lib/lib.libsonnet:4:5") == (
+        "jsonnet error: library failure boom (evaluating specs/uses.jsonnet)"
+    )
+    assert message_at(stderr, "specs/lib/syntax.libsonnet:3:6").startswith("jsonnet error: unexpected")
+    assert message_at(stderr, "specs/std.jsonnet:1:14") == "jsonnet error: q is not a base 10 integer"
+    assert "specs/uses.jsonnet:" not in stderr
+
+
 def test_jsonnet_specs_compile_like_yaml_ones(run_cli: RunCli, tmp_path: Path, spec_tree: Path, valid_slo: str) -> None:
     import json
 

@@ -160,3 +160,14 @@ def test_signed_zeros_are_written_apart_whichever_comes_first() -> None:
     for first, second in ((-0.0, 0.0), (0.0, -0.0)):
         assert yamlout.dump({"a": first}) == yamlout.pyyaml_dump({"a": first})
         assert yamlout.dump({"a": second}) == yamlout.pyyaml_dump({"a": second})
+
+
+def test_complement_is_decimal() -> None:
+    """1 - target as written: the error budget of 99.999% is 1e-05, of 99.9% 0.001, of 95% 0.05."""
+    from compiler.text.numbers import complement, percent
+
+    assert complement(0.99999) == 1e-05
+    assert complement(0.999) == 0.001
+    assert complement(0.95) == 0.05
+    assert percent(complement(0.99999)) == "0.001%"
+    assert complement(0.0) == 1.0
