@@ -182,7 +182,7 @@ def run_cli() -> RunCli:
     return _run_cli
 
 
-TIERS = ("unit", "targets", "engines", "cli", "world", "live")
+TIERS = ("unit", "targets", "engines", "cli", "world", "conformance", "live")
 FAST_TIERS = ("unit", "targets")  # `make test-fast`: nothing but Python runs
 
 
