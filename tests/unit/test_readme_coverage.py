@@ -118,3 +118,42 @@ def test_the_kubernetes_mixin_sets_aside_as_many_out_of_scope_alerts_as_it_says(
     stated = int(match.group(1))
     out_of_scope = [row[0] for row in rows if row[3] == "left out" and row[4].startswith("out of scope")]
     assert len(out_of_scope) == stated, out_of_scope
+
+
+CONFORMANCE = "### Conformance with the mixins' own tests"
+KINDS = ("agree", "earlier", "prometheus-3", "differs")
+
+
+def _conformance_note() -> str:
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n{CONFORMANCE}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start:end]
+
+
+def test_every_claimed_row_with_a_mixin_test_has_conformance_verdicts() -> None:
+    """A covered or improved row whose mixin ships a test for its alert is judged on that test (tests/conformance/)."""
+    from tests.conformance.mixins import MIXINS, claimed_rows, tested_alerts
+    from tests.conformance.verdicts import VERDICTS
+
+    assert {mixin.name for mixin in MIXINS} == set(TABLES) - {"node-mixin"}  # the node-mixin ships no tests
+    for mixin in MIXINS:
+        judged = {case_id.split(" ")[1] for case_id in VERDICTS if case_id.startswith(f"{mixin.folder}/")}
+        assert judged == set(claimed_rows(mixin)) & tested_alerts(mixin), mixin.name
+
+
+def test_the_conformance_note_states_the_suites_verdicts() -> None:
+    from tests.conformance.verdicts import VERDICTS
+
+    note = _conformance_note()
+    counts = Counter(kind for kind, _ in VERDICTS.values())
+    stated = re.search(r"(\d+) cases: " + ", ".join(rf"(\d+) {kind}" for kind in KINDS) + r"\.", note)
+    assert stated, "the conformance note no longer states its verdict counts"
+    assert [int(n) for n in stated.groups()] == [len(VERDICTS), *(counts[kind] for kind in KINDS)]
+    per_alert = Counter(case_id.split(" ")[1] for case_id in VERDICTS)
+    rows = _rows(note[note.index("| Mixin alert |") :])
+    assert {row[0]: int(row[1]) for row in rows} == dict(per_alert)
+    for alert, _, verdicts in rows:
+        kinds = Counter(VERDICTS[case_id][0] for case_id in VERDICTS if case_id.split(" ")[1] == alert)
+        written = {kind: int(n) for n, kind in re.findall(r"(\d+) (agree|earlier|prometheus-3|differs)\b", verdicts)}
+        assert written == dict(kinds), alert
