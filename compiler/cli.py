@@ -296,6 +296,8 @@ def print_notes(compiled: Plan) -> None:
     """What the user should know about this compilation without it being a problem (exit stays 0)."""
     for note in compiled.notes:
         print(f"{note.position}: note: {printable(note.message)}", file=sys.stderr)
+    for warning in compiled.warnings:
+        print(printable(warning), file=sys.stderr)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

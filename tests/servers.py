@@ -78,6 +78,7 @@ class Webhook:
 
     port: int
     received: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    arrived: dict[str, list[float]] = field(default_factory=dict)  # time.monotonic() of each payload
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def alerts(self, receiver: str) -> list[dict[str, Any]]:
@@ -99,6 +100,7 @@ def webhook() -> Iterator[Webhook]:
             receiver = urllib.parse.unquote(self.path.strip("/"))
             with hook.lock:
                 hook.received.setdefault(receiver, []).append(json.loads(body))
+                hook.arrived.setdefault(receiver, []).append(time.monotonic())
             self.send_response(200)
             self.end_headers()
 

@@ -470,6 +470,43 @@ class Smtp:
     require_tls: bool
 
 
+HeartbeatKind = Literal["webhook", "opsgenie"]
+OPSGENIE_API = "https://api.opsgenie.com"
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    """The dead man's switch: where Alertmanager pings, per evaluator, every ``interval_ms``.
+
+    ``webhook``: every evaluator pings ``url`` (the payload's labels name it), with
+    ``credentials_file`` as a bearer token when given. ``opsgenie``: one heartbeat per
+    evaluator, ``<name>-<evaluator>``, pinged with ``credentials_file`` as the GenieKey.
+    """
+
+    kind: HeartbeatKind
+    interval_ms: int
+    url: str = ""  # webhook: the ping URL; opsgenie: the API's base URL
+    name: str = ""  # opsgenie: the heartbeats' name prefix
+    credentials_file: str | None = None
+
+    def ping_url(self, evaluator: str) -> str:
+        if self.kind == "opsgenie":
+            return f"{self.url}/v2/heartbeats/{self.name}-{evaluator}/ping"
+        return self.url
+
+    def service_name(self, evaluator: str) -> str:
+        """What the heartbeat service calls this evaluator's heartbeat, for the runbook."""
+        return f"Opsgenie heartbeat {self.name}-{evaluator}" if self.kind == "opsgenie" else "the webhook heartbeat"
+
+
+@dataclass(frozen=True)
+class ForeignAlerts:
+    """Where alerts the compiler did not make go: a team's receiver for one channel."""
+
+    team: str
+    channel: Channel = "ticket"
+
+
 DEFAULT_TIMING: dict[Severity, Timing] = {
     "page": Timing(30_000, 5 * 60_000, 4 * 3_600_000),
     "ticket": Timing(5 * 60_000, 30 * 60_000, 24 * 3_600_000),
@@ -543,6 +580,10 @@ class Project:
     severity_labels: tuple[tuple[Severity, str], ...] = tuple((severity, severity) for severity in SEVERITIES)
     alert_labels: Labels = ()  # extra labels on every alert
     alert_annotations: Labels = ()  # extra annotations on every alert, literal text
+    heartbeat: Heartbeat | None = None  # None: nothing watches the watcher (validate warns)
+    foreign_alerts: ForeignAlerts | None = None  # None: the root receiver drops them (validate warns)
+    # Where the Project document is (its kind), for the warnings about the two above; None: no project.yaml.
+    position: Position | None = field(default=None, compare=False)
 
     def severity_label(self, severity: Severity) -> str:
         """The ``severity`` label value alerts of this severity carry, and routes match."""

@@ -26,6 +26,7 @@ from compiler.model.naming import (
     unit_key,
 )
 from compiler.plan.coverage import LeftOut, fallback_notes, unscraped, without
+from compiler.plan.watch import PlanWarning, watch_warnings
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
@@ -96,13 +97,15 @@ class Plan:
 
     ``model`` is what the targets compile: the specs the scrape profile cannot feed are not in
     it but in ``left_out`` (see ``plan.coverage``); ``notes`` are what the user should know
-    about the compilation without it being an error.
+    about the compilation without it being an error; ``warnings`` are alerts nobody would see
+    (no heartbeat, foreign alerts dropped at the root; see ``plan.watch``).
     """
 
     model: Model
     specs: tuple[SpecPlan, ...]
     left_out: tuple[LeftOut, ...] = ()
     notes: tuple[Diagnostic, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()
 
     def __iter__(self) -> Iterator[SpecPlan]:
         return iter(self.specs)
@@ -312,4 +315,5 @@ def plan(model: Model) -> Plan:
         specs=tuple(plan_spec(slo, conventions) for slo in compiled.slos),
         left_out=left_out,
         notes=tuple(notes),
+        warnings=watch_warnings(model.project),
     )

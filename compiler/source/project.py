@@ -23,7 +23,13 @@ from compiler.promql import PromQLError
 from compiler.source.conventions import check_alert_name_collisions, check_families, check_project_labels
 from compiler.source.load import Document, PathKey
 from compiler.source.reader import SpecReader
-from compiler.source.registry import build_project, build_teams, check_receiver_names, check_templated_fields
+from compiler.source.registry import (
+    build_project,
+    build_teams,
+    check_foreign_alerts,
+    check_receiver_names,
+    check_templated_fields,
+)
 from compiler.source.schema import Checked, check_document, suggest
 from compiler.source.spec import build_slo
 from compiler.source.vanished import MAX_SAMPLES_PER_EVALUATION
@@ -86,6 +92,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     teams = build_teams(documents, project, diagnostics)
     check_templated_fields(documents, diagnostics)
     check_receiver_names(documents, teams, diagnostics)
+    check_foreign_alerts(documents, teams, diagnostics)
 
     slos, built = _build_specs(specs, teams, diagnostics, project.scrape_profile)
     known = {c.readable.data["name"] for c in specs if "name" in c.readable.data and "name" not in c.broken}

@@ -14,9 +14,12 @@ from compiler.diagnostics import Diagnostics
 from compiler.model import (
     ALERTMANAGER_RETENTION_MS,
     DEFAULT_TIMING,
+    OPSGENIE_API,
     Automation,
     Channel,
     ClusterProfile,
+    ForeignAlerts,
+    Heartbeat,
     Project,
     Receiver,
     RuleProfiles,
@@ -25,6 +28,7 @@ from compiler.model import (
     Team,
     Timing,
 )
+from compiler.model import heartbeat as hb
 from compiler.model.links import CHANNELS as RECEIVER_CHANNELS
 from compiler.model.links import automation_receiver, team_receiver
 from compiler.source.conventions import read_project_conventions
@@ -222,8 +226,7 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
             document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
         )
         interval = MINUTE
-    am_value = data.get("alertmanager")
-    am: dict[str, Any] = am_value if isinstance(am_value, dict) else {}
+    am = _mapping(data.get("alertmanager"))
     timing_value = am.get("timing")
     timing_raw: dict[str, Any] = timing_value if isinstance(timing_value, dict) else {}
     timing = tuple(
@@ -265,6 +268,9 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         severity_labels=conventions.severity_labels,
         alert_labels=conventions.alert_labels,
         alert_annotations=conventions.alert_annotations,
+        heartbeat=_heartbeat(document, diagnostics),
+        foreign_alerts=_foreign_alerts(_mapping(data.get("foreign_alerts"))),
+        position=document.position(("kind",)),
     )
 
 
@@ -295,6 +301,60 @@ def _resolve_timeout(document: Document, am: dict[str, Any], diagnostics: Diagno
             "alertmanager.resolve_timeout must be positive (Alertmanager's default is 5m)",
         )
     return parsed if parsed else 5 * MINUTE
+
+
+def _heartbeat(document: Document, diagnostics: Diagnostics) -> Heartbeat | None:
+    """The heartbeat receiver and its interval (from 5s to 1h); None when not configured or not readable."""
+    raw = _mapping(document.data.get("heartbeat"))
+    receiver = _mapping(raw.get("receiver"))
+    text = raw.get("interval", "1m")
+    interval = promql.parse_duration(text) if isinstance(text, str) else None
+    if interval is not None and not hb.MIN_INTERVAL_MS <= interval <= hb.MAX_INTERVAL_MS:
+        diagnostics.error(
+            document.position(("heartbeat", "interval")),
+            f"heartbeat.interval {text} is outside the allowed 5s to 1h: shorter floods the heartbeat service, "
+            "longer leaves a dead Prometheus unnoticed for that long",
+        )
+        interval = None
+    if interval is None or len(receiver) != 1:
+        return None
+    webhook, opsgenie = _mapping(receiver.get("webhook")), _mapping(receiver.get("opsgenie"))
+    if isinstance(webhook.get("url"), str):
+        credentials = webhook.get("credentials_file")
+        return Heartbeat("webhook", interval, url=webhook["url"], credentials_file=_text(credentials))
+    if isinstance(opsgenie.get("name"), str) and isinstance(opsgenie.get("api_key_file"), str):
+        api = opsgenie.get("api_url")
+        return Heartbeat(
+            "opsgenie",
+            interval,
+            url=api if isinstance(api, str) else OPSGENIE_API,
+            name=opsgenie["name"],
+            credentials_file=opsgenie["api_key_file"],
+        )
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _foreign_alerts(raw: dict[str, Any]) -> ForeignAlerts | None:
+    team, channel = raw.get("team"), raw.get("channel", "ticket")
+    if not isinstance(team, str) or channel not in SEVERITIES:
+        return None
+    return ForeignAlerts(team, channel)
+
+
+def check_foreign_alerts(documents: list[Document], teams: dict[str, Team], diagnostics: Diagnostics) -> None:
+    """``foreign_alerts.team`` must be a team of the owners registry."""
+    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
+    team = _lookup(projects[0].data, ("foreign_alerts", "team")) if projects else None
+    if isinstance(team, str) and team not in teams:
+        known = ", ".join(sorted(teams)) or "none"
+        diagnostics.error(
+            projects[0].position(("foreign_alerts", "team")),
+            f"foreign_alerts.team '{team}' is not a team of the owners registry (teams: {known})",
+        )
 
 
 def _automations(document: Document, diagnostics: Diagnostics) -> tuple[Automation, ...]:

@@ -126,6 +126,8 @@ def _report(error: ValidationError, document: Document, diagnostics: Diagnostics
         expected = rule if isinstance(rule, list) else [rule]
         wanted = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in expected)
         diagnostics.error(where, f"{name}: expected {wanted}, got {_describe(error.instance)}")
+    elif custom and error.validator == "not":  # a refused key: its value may be the secret it must not hold
+        diagnostics.error(where, f"{name} {custom}")
     elif custom:
         diagnostics.error(where, f"{name} {custom}: {json.dumps(error.instance, ensure_ascii=False)}")
     elif error.validator == "enum":

@@ -352,6 +352,50 @@ class ProjectSpecAlertmanager(TypedDict, total=False):
     smtp: NotRequired[ProjectSpecAlertmanagerSmtp]
 
 
+class ProjectSpecHeartbeatReceiverWebhook(TypedDict, total=False):
+    """A dead man's switch service pinged by an HTTP POST (healthchecks.io, Dead Man's Snitch, Cronitor,
+    your own). Every evaluator pings the same URL; the payload's labels name the evaluator.
+    """
+    url: Required[str]
+    credentials_file: NotRequired[str]
+    url_file: NotRequired[Any]
+
+
+class ProjectSpecHeartbeatReceiverOpsgenie(TypedDict, total=False):
+    """Opsgenie heartbeats, one per evaluator, named <name>-<evaluator> (create them in Opsgenie), pinged
+    at <api_url>/v2/heartbeats/<name>-<evaluator>/ping with the API key as 'Authorization: GenieKey'.
+    """
+    name: Required[str]
+    api_key_file: Required[str]
+    api_url: NotRequired[Literal['https://api.opsgenie.com', 'https://api.eu.opsgenie.com']]
+    api_key: NotRequired[Any]
+
+
+class ProjectSpecHeartbeatReceiver(TypedDict, total=False):
+    webhook: NotRequired[ProjectSpecHeartbeatReceiverWebhook]
+    opsgenie: NotRequired[ProjectSpecHeartbeatReceiverOpsgenie]
+    pagerduty: NotRequired[Any]
+
+
+class ProjectSpecHeartbeat(TypedDict, total=False):
+    """A dead man's switch: every rule engine the rule profiles target evaluates an always-firing heartbeat
+    alert, which Alertmanager sends only to this receiver every interval; the heartbeat service alerts
+    when the pings stop (the evaluator or Alertmanager is down). Without it, validate warns that nothing
+    watches the watcher.
+    """
+    receiver: Required[ProjectSpecHeartbeatReceiver]
+    interval: NotRequired[str]
+
+
+class ProjectSpecForeignAlerts(TypedDict, total=False):
+    """Where alerts the compiler did not make (no slo_compiler label) go: a team's receiver for a channel
+    (default ticket). Without it the generated root receiver has no integrations and drops them, and
+    validate warns. fragment.yaml never carries this: there your own root decides.
+    """
+    team: Required[str]
+    channel: NotRequired[Literal['page', 'ticket', 'info']]
+
+
 class ProjectSpecAlertsSeverity(TypedDict, total=False):
     """The value of the severity label for each severity of the spec language (default: the same word),
     e.g. page: critical, ticket: warning for kube-prometheus conventions. Routes and inhibitions match
@@ -447,6 +491,8 @@ class ProjectSpec(TypedDict, total=False):
     evaluation_interval: NotRequired[str]
     grafana_base_url: NotRequired[str]
     alertmanager: NotRequired[ProjectSpecAlertmanager]
+    heartbeat: NotRequired[ProjectSpecHeartbeat]
+    foreign_alerts: NotRequired[ProjectSpecForeignAlerts]
     alerts: NotRequired[ProjectSpecAlerts]
     families: NotRequired[list[ProjectSpecFamiliesItem]]
     automations: NotRequired[list[ProjectSpecAutomationsItem]]

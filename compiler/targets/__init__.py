@@ -38,6 +38,7 @@ from compiler.targets import (  # noqa: E402  (they import TargetError)
     prometheus,
     runbooks,
 )
+from compiler.targets.prometheus import heartbeat  # noqa: E402
 from compiler.targets.prometheus import profiles as rule_profiles  # noqa: E402
 from compiler.targets.prometheus import proof as promtool_tests  # noqa: E402
 
@@ -45,6 +46,7 @@ TARGETS: tuple[tuple[str, Target], ...] = (
     ("prometheus", prometheus.render),
     ("promtool-tests", promtool_tests.render),
     ("rule-profiles", rule_profiles.render),
+    ("heartbeat", heartbeat.render),
     ("alertmanager", alertmanager.render),
     ("grafana", grafana.render),
     ("runbooks", runbooks.render),

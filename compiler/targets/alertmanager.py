@@ -3,9 +3,15 @@
 A pure function of the model. Every route and inhibit matcher requires
 ``slo_compiler="true"``, the label our rules put on every alert, so merged into an existing
 configuration our routes never capture a foreign alert that happens to carry ``team`` and
-``severity``. The route tree, in order under a root whose receiver ``unrouted`` has no
-integrations (a spec alert never ends there):
+``severity``. The root's receiver is where alerts the compiler did not make end: the team
+receiver the project's ``foreign_alerts`` names, or else ``unrouted``, which has no
+integrations (and ``validate`` warns that it drops them). A spec alert never ends there. The
+route tree, in order:
 
+* with a ``heartbeat``, one route per evaluator, ``slo_compiler="heartbeat"`` and
+  ``evaluator="<name>"`` -> ``heartbeat-<name>``, grouped by every label, sent at once and
+  then every ``heartbeat.interval``; first, and without ``continue``, so the heartbeat
+  reaches nothing else (no team route matches it either: they need ``slo_compiler="true"``);
 * one route per project automation, ``automation="<name>"`` -> ``automation-<name>``,
   with ``continue: true`` so the alert also reaches its owner;
 * one route per team, ``team="<team>"`` (receiver ``<team>-ticket``, so an unexpected
@@ -18,9 +24,12 @@ Inhibit rules: a spec's page silences its own ticket for the same slice, and an
 ``explains`` entry silences the explained spec while the cause alerts. Secrets are only
 ever ``*_file`` paths from the registry. ``routing-tests.yaml`` lists, for every alert of
 every spec, the receivers it must reach, derived from the intent above rather than from
-the tree, so ``amtool config routes test`` checks one against the other; it ends with one
-foreign alert per team (``team`` and ``severity`` but not ``slo_compiler``), which must fall
-through to the root.
+the tree, so ``amtool config routes test`` checks one against the other; then each
+evaluator's heartbeat, and one foreign alert per team (``team`` and ``severity`` but not
+``slo_compiler``), which must fall through to the root.
+
+``fragment.yaml`` carries the heartbeat routes and receivers but never the root: merged into
+an existing configuration, that configuration's own root decides where foreign alerts go.
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from compiler.model import SLO, Channel, Model, Receiver, Severity, Team, Timing
+from compiler.model import SLO, Channel, Heartbeat, Model, Receiver, Severity, Team, Timing
+from compiler.model import heartbeat as hb
 from compiler.model import labels as lbl
 from compiler.model.links import CHANNELS, automation_receiver, team_receiver
 from compiler.model.naming import spec_alert_names
@@ -52,6 +62,8 @@ _SEVERITY_CHANNEL: dict[str, Channel] = {severity: severity for severity in SEVE
 SLICE_PLACEHOLDER = "x"  # any non-empty slice label value, for routing test cases
 FOREIGN_ALERT = "CoreDNSDown"  # a kube-prometheus alert of another rule set, for the fall-through cases
 OURS = f'{lbl.SLO_COMPILER}="{lbl.SLO_COMPILER_VALUE}"'  # the first matcher of every route and inhibit rule
+HEARTBEAT = f'{lbl.SLO_COMPILER}="{hb.LABEL_VALUE}"'  # the first matcher of every heartbeat route
+GROUP_BY_ALL = "..."  # Alertmanager's "every label": each evaluator instance (its external labels) pings on its own
 
 TITLE = '{{ template "slo.title" . }}'
 TEXT = '{{ template "slo.text" . }}'
@@ -174,9 +186,35 @@ def _receiver(name: str, integrations: tuple[Receiver, ...], channel: Channel) -
     return result
 
 
+def _heartbeat_receiver(heartbeat: Heartbeat, evaluator: str) -> dict[str, Any]:
+    """A webhook to the heartbeat service; never a resolved notification (a resolved heartbeat is a dead one)."""
+    config: dict[str, Any] = {"url": heartbeat.ping_url(evaluator)}
+    if heartbeat.credentials_file:
+        authorization = {"credentials_file": heartbeat.credentials_file}
+        if heartbeat.kind == "opsgenie":
+            authorization = {"type": "GenieKey", **authorization}
+        config["http_config"] = {"authorization": authorization}
+    config["send_resolved"] = False
+    return {"name": hb.receiver(evaluator), "webhook_configs": [config]}
+
+
+def heartbeat_receivers(model: Model) -> list[dict[str, Any]]:
+    heartbeat = model.project.heartbeat
+    if heartbeat is None:
+        return []
+    return [_heartbeat_receiver(heartbeat, evaluator.name) for evaluator in hb.evaluators(model.project)]
+
+
+def root_receiver(model: Model) -> str:
+    """Where alerts the compiler did not make go: the team receiver the project names, or ``unrouted``."""
+    foreign = model.project.foreign_alerts
+    return UNROUTED if foreign is None else team_receiver(foreign.team, foreign.channel)
+
+
 def receivers(model: Model) -> list[dict[str, Any]]:
-    """Every receiver, ``unrouted`` included, sorted by name; names are unique."""
-    found = [_receiver(UNROUTED, (), "ticket")]
+    """Every receiver (``unrouted`` when it is the root), sorted by name; names are unique."""
+    found = [_receiver(UNROUTED, (), "ticket")] if root_receiver(model) == UNROUTED else []
+    found.extend(heartbeat_receivers(model))
     for automation in model.project.automations:
         found.append(
             {
@@ -232,10 +270,29 @@ def _team_route(model: Model, team: Team) -> dict[str, Any]:
     }
 
 
+def heartbeat_routes(model: Model) -> list[dict[str, Any]]:
+    """One route per evaluator's heartbeat: sent at once, then every interval, and nowhere else."""
+    heartbeat = model.project.heartbeat
+    if heartbeat is None:
+        return []
+    return [
+        {
+            "matchers": [HEARTBEAT, matcher(hb.EVALUATOR, evaluator.name)],
+            "receiver": hb.receiver(evaluator.name),
+            "group_by": [GROUP_BY_ALL],
+            "group_wait": "0s",
+            "group_interval": format_duration(heartbeat.interval_ms),
+            "repeat_interval": format_duration(hb.repeat_interval_ms(heartbeat.interval_ms)),
+            "continue": False,
+        }
+        for evaluator in hb.evaluators(model.project)
+    ]
+
+
 def routes(model: Model) -> list[dict[str, Any]]:
-    """The children of the root route: automations first (``continue: true``), then teams."""
+    """The children of the root route: heartbeats, automations (``continue: true``), then teams."""
     page = dict(model.project.timing)["page"]
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, Any]] = heartbeat_routes(model)
     for automation in model.project.automations:
         found.append(
             {
@@ -252,7 +309,7 @@ def routes(model: Model) -> list[dict[str, Any]]:
 
 def root_route(model: Model) -> dict[str, Any]:
     return {
-        "receiver": UNROUTED,
+        "receiver": root_receiver(model),
         "group_by": list(ROOT_GROUP_BY),
         **_timing(dict(model.project.timing)["ticket"]),
         "routes": routes(model),
@@ -330,14 +387,19 @@ def _component_no_data_rules(model: Model, slo: SLO) -> list[dict[str, Any]]:
 # -- routing test cases -----------------------------------------------------------------
 
 
-def expected_receivers(labels: Mapping[str, str], channels: Mapping[str, Channel] = _SEVERITY_CHANNEL) -> list[str]:
+def expected_receivers(
+    labels: Mapping[str, str], channels: Mapping[str, Channel] = _SEVERITY_CHANNEL, root: str = UNROUTED
+) -> list[str]:
     """Where an alert must go, from the routing intent (not by walking the tree), in amtool's order.
 
-    ``channels`` maps each emitted ``severity`` value to its channel. An alert without our
-    ``slo_compiler`` label is not ours: it falls through to the root.
+    ``channels`` maps each emitted ``severity`` value to its channel. A heartbeat goes to its
+    evaluator's heartbeat receiver alone. An alert without our ``slo_compiler`` label is not
+    ours: it falls through to the root's receiver, ``root``.
     """
+    if labels.get(lbl.SLO_COMPILER) == hb.LABEL_VALUE and hb.EVALUATOR in labels:
+        return [hb.receiver(labels[hb.EVALUATOR])]
     if labels.get(lbl.SLO_COMPILER) != lbl.SLO_COMPILER_VALUE:
-        return [UNROUTED]
+        return [root]
     found = []
     if lbl.AUTOMATION in labels:
         found.append(automation_receiver(labels[lbl.AUTOMATION]))
@@ -363,13 +425,24 @@ def foreign_cases(model: Model) -> list[dict[str, Any]]:
     cases = []
     for team in model.teams:
         labels = {lbl.ALERTNAME: FOREIGN_ALERT, lbl.SEVERITY: model.project.severity_label("page"), lbl.TEAM: team.name}
-        cases.append({"labels": labels, "receivers": expected_receivers(labels, channels)})
+        cases.append({"labels": labels, "receivers": expected_receivers(labels, channels, root_receiver(model))})
+    return cases
+
+
+def heartbeat_cases(model: Model) -> list[dict[str, Any]]:
+    """Each evaluator's heartbeat, which must reach its heartbeat receiver and nothing else."""
+    if model.project.heartbeat is None:
+        return []
+    cases = []
+    for evaluator in hb.evaluators(model.project):
+        labels = hb.labels(evaluator.name)
+        cases.append({"labels": labels, "receivers": expected_receivers(labels)})
     return cases
 
 
 def routing_cases(alert_plan: Plan) -> list[dict[str, Any]]:
     """Every alert of every spec (its static labels, one value per slice label, and its receivers),
-    then the foreign alerts that must fall through."""
+    then the heartbeats, then the foreign alerts that must fall through."""
     channels = severity_channels(alert_plan.model)
     cases = []
     for spec in alert_plan:
@@ -378,7 +451,7 @@ def routing_cases(alert_plan: Plan) -> list[dict[str, Any]]:
             for label in spec.slo.slice.by:
                 labels.setdefault(label, SLICE_PLACEHOLDER)
             cases.append({"labels": labels, "receivers": expected_receivers(labels, channels)})
-    return [*cases, *foreign_cases(alert_plan.model)]
+    return [*cases, *heartbeat_cases(alert_plan.model), *foreign_cases(alert_plan.model)]
 
 
 # -- files ------------------------------------------------------------------------------
@@ -406,7 +479,7 @@ def config(model: Model) -> dict[str, Any]:
 
 
 def fragment(model: Model) -> dict[str, Any]:
-    """Routes, receivers and inhibit rules to merge into an existing configuration."""
+    """Routes, receivers and inhibit rules to merge into an existing configuration: never the root's decision."""
     return {
         "routes": routes(model),
         "receivers": [receiver for receiver in receivers(model) if receiver["name"] != UNROUTED],
@@ -424,15 +497,17 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     model = alert_plan.model
     header = _GENERATED.format(count=len(model.slos))
     fragment_header = (
-        header + "# A fragment, not a configuration. To merge it into an existing one (README: \"Merging\n"
+        header + '# A fragment, not a configuration. To merge it into an existing one (README: "Merging\n'
         "# fragment.yaml\"): put `routes` first in your root route's `routes` (they match only\n"
-        '# alerts labelled slo_compiler="true", so they take none of yours), append `receivers` and\n'
-        "# `inhibit_rules`, list templates/slo-compiler.tmpl under `templates`, set the global smtp_*\n"
-        "# settings if a receiver sends e-mail, then run `amtool check-config` on the result.\n"
+        '# alerts labelled slo_compiler="true", or "heartbeat", so they take none of yours), append\n'
+        "# `receivers` and `inhibit_rules`, list templates/slo-compiler.tmpl under `templates`, set the\n"
+        "# global smtp_* settings if a receiver sends e-mail, then run `amtool check-config` on the\n"
+        "# result. Your root route keeps deciding where alerts the compiler did not make go.\n"
     )
     tests_header = (
-        header + "# Every alert of every spec and the receivers it must reach, in order, then one foreign alert\n"
-        "# per team (its team and severity, without slo_compiler) that must fall through to the root.\n"
+        header + "# Every alert of every spec and the receivers it must reach, in order, then each evaluator's\n"
+        "# heartbeat, then one foreign alert per team (its team and severity, without slo_compiler) that\n"
+        "# must fall through to the root's receiver.\n"
         "# Check one with\n"
         "#   amtool config routes test --config.file=alertmanager.yaml --verify.receivers=<a,b> <label=value>...\n"
     )

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.model import Model
+from compiler.model import Model, heartbeat
 from compiler.plan import plan, plan_spec
 from compiler.targets import alertmanager
 from compiler.targets.prometheus import alert_rules
@@ -157,8 +157,8 @@ def test_fragment_merged_into_a_minimal_root_is_valid_and_routes_the_same(genera
     path.write_text(yaml.safe_dump(merged), encoding="utf-8")
     result = amtool("check-config", path)
     assert result.returncode == 0, result.stdout + result.stderr
-    cases = [  # what falls through reaches the existing root's receiver instead of ours
-        {**case, "receivers": [r if r != alertmanager.UNROUTED else "existing-default" for r in case["receivers"]]}
+    cases = [  # what is not ours falls through to the existing root's receiver: the fragment keeps no root
+        {**case, "receivers": ["existing-default"]} if "slo_compiler" not in case["labels"] else case
         for case in generated.load(alertmanager.ROUTING_TESTS_PATH)
     ]
     assert failing_cases(path, cases) == []
@@ -166,10 +166,15 @@ def test_fragment_merged_into_a_minimal_root_is_valid_and_routes_the_same(genera
 
 def test_route_tree_shape(generated: Generated) -> None:
     model, route = generated.model, generated.load(alertmanager.CONFIG_PATH)["route"]
-    assert route["receiver"] == "unrouted"
+    foreign = model.project.foreign_alerts
+    assert route["receiver"] == ("unrouted" if foreign is None else f"{foreign.team}-{foreign.channel}")
     assert route["group_by"] == ["alertname", "slo"]
     automations = [a.name for a in model.project.automations]
-    children = route["routes"]
+    evaluators = [e.name for e in heartbeat.evaluators(model.project)] if model.project.heartbeat else []
+    heartbeats, children = route["routes"][: len(evaluators)], route["routes"][len(evaluators) :]
+    assert [(c["matchers"], c["receiver"], c["continue"]) for c in heartbeats] == [
+        (['slo_compiler="heartbeat"', f'evaluator="{name}"'], f"heartbeat-{name}", False) for name in evaluators
+    ]
     assert [c["matchers"] for c in children] == [
         *([OURS, f'automation="{name}"'] for name in automations),
         *([OURS, f'team="{team.name}"'] for team in model.teams),
@@ -242,7 +247,8 @@ def test_every_integration_uses_the_escaping_templates_and_sends_resolved(genera
                 continue
             seen.add(key)
             for config in configs:
-                assert config["send_resolved"] is True
+                # A heartbeat never sends "resolved": to the heartbeat service that would be a ping.
+                assert config["send_resolved"] is not receiver["name"].startswith("heartbeat-"), receiver["name"]
                 for field, template in TEMPLATED.get(key, {}).items():
                     assert config[field] == f'{{{{ template "{template}" . }}}}', (receiver["name"], field)
                 if key == "email_configs":
@@ -302,16 +308,25 @@ def test_matcher_values_are_quoted_safely() -> None:
 def test_routing_cases_cover_every_alert_and_never_expect_unrouted(generated: Generated) -> None:
     cases = generated.load(alertmanager.ROUTING_TESTS_PATH)
     rules = [(slo, rule) for slo in generated.model.slos for rule in alert_rules(generated.model, plan_spec(slo))]
-    ours, foreign = cases[: len(rules)], cases[len(rules) :]
+    ours, rest = cases[: len(rules)], cases[len(rules) :]
+    heartbeats = [case for case in rest if case["labels"].get("slo_compiler") == "heartbeat"]
+    foreign = rest[len(heartbeats) :]
     assert len(rules) > 0
     for case, (slo, rule) in zip(ours, rules, strict=True):
         assert case["labels"] == {"alertname": rule.name, **rule.labels, **{label: "x" for label in slo.slice.by}}
         assert case["labels"]["slo_compiler"] == "true"
         assert case["receivers"] and "unrouted" not in case["receivers"]
         assert case["receivers"][-1].startswith(f"{slo.owner.name}-")
-    # Then one foreign alert per team: the team and the page severity, but not ours, so it falls through.
+    # Then each evaluator's heartbeat, to its heartbeat receiver alone.
+    evaluators = heartbeat.evaluators(generated.model.project) if generated.model.project.heartbeat else ()
+    assert [(c["labels"]["evaluator"], c["receivers"]) for c in heartbeats] == [
+        (e.name, [f"heartbeat-{e.name}"]) for e in evaluators
+    ]
+    # Then one foreign alert per team: the team and the page severity, but not ours, so it falls through
+    # to the root's receiver (the project's foreign_alerts team, or unrouted).
+    root = generated.load(alertmanager.CONFIG_PATH)["route"]["receiver"]
     assert foreign == [
-        {"labels": {"alertname": "CoreDNSDown", "severity": "page", "team": team.name}, "receivers": ["unrouted"]}
+        {"labels": {"alertname": "CoreDNSDown", "severity": "page", "team": team.name}, "receivers": [root]}
         for team in generated.model.teams
     ]
 

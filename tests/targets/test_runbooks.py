@@ -19,7 +19,7 @@ import yaml
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from compiler.model import Model, links
+from compiler.model import Model, heartbeat, links
 from compiler.plan import plan, plan_spec
 from compiler.promql import parse_expr
 from compiler.targets import prometheus, runbooks
@@ -204,6 +204,8 @@ def test_index_links_every_runbook_and_nothing_else(tree: str) -> None:
     }
     local = {href for href in hrefs if not href.startswith("http")}
     expected = {links.runbook_path(slo) for slo in library_model(tree).slos}
+    if library_model(tree).project.heartbeat is not None:  # and the heartbeat's, which no spec owns
+        expected.add(heartbeat.RUNBOOK_PATH)
     assert {f"{links.RUNBOOKS_DIR}/{href}" for href in local} == expected
     assert expected <= set(files)
     families = {title for tag, title in headings(files[runbooks.INDEX_PATH]) if tag == "h3"}

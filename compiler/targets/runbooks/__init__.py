@@ -18,6 +18,7 @@ import re
 import jinja2
 
 from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Automation, Model, Team, links, series, windows
+from compiler.model import heartbeat as hb
 from compiler.model.naming import band_sides, spec_alert_names
 from compiler.model.queries import no_data_steps
 from compiler.plan import Plan, SpecPlan
@@ -25,6 +26,7 @@ from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.promql import format_duration, render_selector
 from compiler.targets.runbooks.alerts import alert_views, dash_duration, threshold_rows
 from compiler.targets.runbooks.detection import detection_rows
+from compiler.targets.runbooks.heartbeat import runbook as heartbeat_runbook
 from compiler.targets.runbooks.queries import bounds, format_value, investigation, paste_queries
 from compiler.text import numbers
 from compiler.text.markdown import cell, code, fence, inline, md, url
@@ -139,6 +141,7 @@ def index(alert_plan: Plan) -> str:
         "alerts": lambda slo: list(alert_plan.of(slo).alert_names),
         "dashboard": lambda team: dashboard(model, team),
         "left_out": alert_plan.left_out,
+        "heartbeat": _relative(hb.RUNBOOK_PATH) if model.project.heartbeat is not None else None,
     }
     return environment().get_template("index.md.j2").render(context)
 
@@ -150,4 +153,6 @@ def _finish(text: str) -> bytes:
 def render(alert_plan: Plan) -> dict[str, bytes]:
     files = {links.runbook_path(spec.slo): _finish(runbook(alert_plan.model, spec)) for spec in alert_plan}
     files[INDEX_PATH] = _finish(index(alert_plan))
+    if alert_plan.model.project.heartbeat is not None:
+        files[hb.RUNBOOK_PATH] = _finish(heartbeat_runbook(alert_plan.model, environment()))
     return files
