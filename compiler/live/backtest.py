@@ -10,7 +10,9 @@ condition clears, a firing alert resolved at the first evaluation without it).
 
 Windows need history before the first reported minute: the warm-up (by default the longest
 chain of ranges and offsets the alerts read) is evaluated too, and only what fires inside the
-reported range is reported.
+reported range is reported. Before a spec is replayed, the history the server holds for it is
+measured (``coverage``): a no-data alert is judged only where the server held data, and the
+report clips every firing to the window and to the spec's data.
 
 Bounds, so that 14 days of a 7,500-node cluster stay affordable: a range query asks for at most
 10,000 steps and at most ``max_samples`` points (series x steps, sized from the series the
@@ -52,6 +54,7 @@ from compiler.live.client import (
     QueryError,
     too_large,
 )
+from compiler.live.coverage import SERVER_QUERY, SERVER_STEP_MS, Coverage, Span, covers, data_query, spans_of, union
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector, _absent_labels
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
@@ -62,6 +65,8 @@ RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this lo
 SEGMENT_CELLS = 30_000_000
 # A recorded rule this wide that only instant reads use is evaluated inside its readers on the server.
 WIDE_SERIES = 50
+# Alerts about data that is not there: judged only where the server holds data (``Coverage.server``).
+NO_DATA_KINDS = frozenset({"no_data", "vanished"})
 # CONCURRENCY (compiler.live): range queries of one spec asked at once; the server, not this process, is the
 # bottleneck of a large replay.
 
@@ -77,6 +82,9 @@ class Interval:
     fired_ms: int
     resolved_ms: int | None = None
     condition_ms: int | None = None  # when the condition (the 5m value beyond the alert's threshold) began
+    no_data: bool = (
+        False  # a no-data or vanished-series alert: judged only where the server holds data (``Coverage.server``)
+    )
 
     @property
     def time_to_fire_ms(self) -> int:
@@ -96,6 +104,7 @@ class Result:
     split_queries: int = 0  # range queries the server refused for their size or time, asked again over half the steps
     segments: int = 0  # time segments the specs were replayed in (one per spec when it fits in memory at once)
     inlined_rules: int = 0  # wide recorded rules not held: inlined into their readers, which ran on the server
+    coverage: dict[str, Coverage] = field(default_factory=dict)  # per spec: when the server holds its data
 
 
 @dataclass
@@ -267,6 +276,7 @@ class Backtest:
         self.series_limit: int | None = None
         self.recorded_series: int | None = None
         self.widths: dict[str, int] = {}  # probed series of the spec's recorded rules, by name
+        self._served: dict[tuple[int, int], tuple[Span, ...]] = {}  # the server's own coverage, by range
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -300,9 +310,14 @@ class Backtest:
         self.result.inlined_rules += len(dropped)
         held = {rule.name for rule in rules if rule.kind == "record"} - dropped
         self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
-        # one machine per alerting rule (burn pairs share their alert's name), by the rule's place in the group
+        served = self.coverage(spec.slo, full).server
+        no_data = {alert.name for alert in spec.alerts if alert.kind in NO_DATA_KINDS}
+        # one machine per alerting rule (burn pairs share their alert's name), by the rule's place in the group;
+        # a no-data or vanished-series alert is judged only where the server holds data
         machines = {
-            index: AlertMachine(spec.slo.name, rule) for index, rule in enumerate(rules) if rule.kind == "alert"
+            index: AlertMachine(spec.slo.name, rule, served if rule.name in no_data else None)
+            for index, rule in enumerate(rules)
+            if rule.kind == "alert"
         }
         try:
             cut = segments(
@@ -388,6 +403,41 @@ class Backtest:
                 episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
         return True
 
+    def coverage(self, slo: SLO, grid: Grid) -> Coverage:
+        """When the server holds the spec's raw series over the replay's grid (warm-up included), at the
+        group's interval, and when it holds anything at all: the spec's series or ``up`` (every scrape
+        writes it), read every 5m; a server without ``up`` (backfilled, or fed by remote write only) is
+        taken to hold data from the spec's first sample to the end (it answers now: only its start is
+        known). A measurement the server refuses is a problem, and the whole replay then counts as
+        covered (nothing is clipped)."""
+        last = grid.time(grid.n - 1) if grid.n else self.end_ms
+        whole: tuple[Span, ...] = ((grid.start_ms, max(last, self.end_ms)),)
+        expr = data_query(slo, grid.step_ms)
+        try:
+            times = self.times_with_data(expr, grid) if expr is not None else []
+            data = whole if expr is None else spans_of(times, grid.step_ms, last, self.end_ms)
+            scraped = self.server_spans(grid.start_ms, last)
+            server = union(data, scraped) if scraped else tuple((lo, whole[0][1]) for lo, _ in data[:1])
+        except QueryError as exc:
+            self.result.problems.append(f"{slo.name}: could not measure the history the server holds: {exc}")
+            data = server = whole
+        found = Coverage(self.start_ms, self.end_ms, data, server)
+        self.result.coverage[slo.name] = found
+        self._count_requests()
+        return found
+
+    def times_with_data(self, expr: str, grid: Grid) -> list[int]:
+        """The grid's timestamps at which an aggregation (one series at most) has a value."""
+        return [grid.time(index) for index, vector in enumerate(self.from_server(expr, grid, series=1)) if vector]
+
+    def server_spans(self, first_ms: int, last_ms: int) -> tuple[Span, ...]:
+        """When the server holds any ``up`` sample between two times, read every 5m; asked once per range."""
+        if (first_ms, last_ms) not in self._served:
+            grid = Grid(first_ms, SERVER_STEP_MS, (last_ms - first_ms) // SERVER_STEP_MS + 1)
+            times = self.times_with_data(SERVER_QUERY, grid)
+            self._served[first_ms, last_ms] = spans_of(times, SERVER_STEP_MS, grid.time(grid.n - 1), self.end_ms)
+        return self._served[first_ms, last_ms]
+
     def wide_rules(self, rules: Sequence[Rule], slo: SLO, grid: Grid) -> set[str]:
         """The recorded rules not to hold: droppable ones at least ``wide_series`` wide. Probed only when
         the spec's series budget allows that many."""
@@ -453,12 +503,13 @@ class Backtest:
         """Steps per range query so that ``series`` series answer at most ``max_samples`` points."""
         return max(1, min(MAX_POINTS_PER_QUERY, self.max_samples // max(1, series or 1)))
 
-    def from_server(self, expr: str, grid: Grid) -> list[Vector]:
+    def from_server(self, expr: str, grid: Grid, series: int | None = None) -> list[Vector]:
         """A raw-reading expression at every grid step, as range queries bounded in steps and points; a
-        chunk the server refuses for its size or its time is asked again over half the steps."""
+        chunk the server refuses for its size or its time is asked again over half the steps. ``series``:
+        how many series the expression gives at most (an aggregation), instead of the spec's budget."""
         steps: list[Vector] = [[] for _ in range(grid.n)]
         ceiling = MAX_POINTS_PER_QUERY  # lowered for good when the server refuses a chunk for its size
-        width = self.chunk_steps(self.series_limit)
+        width = self.chunk_steps(series or self.series_limit)
         first = 0
         while first < grid.n:
             last = min(grid.n, first + width) - 1
@@ -473,7 +524,8 @@ class Backtest:
                 with self._splitting:
                     self.result.split_queries += 1
                 continue
-            self._within_budget(len(answer))
+            if series is None:
+                self._within_budget(len(answer))
             _place(answer, grid, steps)
             width = min(ceiling, self.chunk_steps(len(answer)))
             first = last + 1
@@ -510,13 +562,17 @@ def segments(full: Grid, overlap: int, cells_per_step: int, budget: int) -> list
 class AlertMachine:
     """Prometheus 2.42's alerting-rule state machine for one rule, fed one evaluation at a time."""
 
-    def __init__(self, spec: str, rule: Rule) -> None:
-        self.spec, self.rule = spec, rule
+    def __init__(self, spec: str, rule: Rule, judged: Sequence[Span] | None = None) -> None:
+        """``judged``: for a no-data alert, the spans the server holds data in; elsewhere the rule is fed no
+        result, as a server that held nothing then would not have evaluated it (no state carried over)."""
+        self.spec, self.rule, self.judged = spec, rule, judged
         self.active: dict[frozenset[tuple[str, str]], _Alert] = {}
         self.done: list[Interval] = []
 
     def feed(self, ts: int, vector: Vector) -> None:
         rule, active = self.rule, self.active
+        if self.judged is not None and not covers(self.judged, ts):
+            vector = []
         seen = set()
         for sample, _value in vector:
             labels = {k: v for k, v in sample.items() if k != "__name__"} | rule.labels | {"alertname": rule.name}
@@ -531,6 +587,7 @@ class AlertMachine:
             if alert.state == "pending" and ts - alert.active_ms >= rule.for_ms:
                 alert.state = "firing"
                 alert.interval = Interval(self.spec, rule.name, alert.labels, alert.active_ms, ts)
+                alert.interval.no_data = self.judged is not None
                 self.done.append(alert.interval)
 
 

@@ -45,8 +45,10 @@ def test_a_replay_over_history_crosses_query_chunks_and_fires_on_time(
     # buildinfo; the raw rule's width counted at the first and the last step (its budget allows a wide
     # rule: 2 series, so it is held); then the rule in two chunks: the first sized from the spec's
     # series budget (2,000 series x 1,000 steps = the 2,000,000-point cap), the rest (9,801 steps)
-    # from the 2 series it found (up to 10,000 steps, the step cap).
-    assert report["queries"] == 5
+    # from the 2 series it found (up to 10,000 steps, the step cap); and the history the server holds: the
+    # spec's series counted at every step (one series: two chunks of at most 10,000 steps) and ``up`` every 5m.
+    assert report["queries"] == 8
+    assert report["coverage"][0]["text"] == "data for the whole 3h asked"
     fired = {(i["alert"], i["labels"]["cluster"]): i for i in report["intervals"]}
     assert set(fired) == {("QueueDepthAboveCriticalRange", "west"), ("QueueDepthAboveNormalRange", "west")}
     page = fired[("QueueDepthAboveCriticalRange", "west")]
