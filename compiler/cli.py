@@ -28,7 +28,7 @@ from compiler.model import Model
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
-from compiler.promql import parse_duration
+from compiler.promql import bounds, parse_duration
 from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
@@ -585,6 +585,7 @@ def _generate(files: dict[str, bytes], out: Path, spec_dir: Path, specs: int) ->
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), bounds.RECURSION_LIMIT))
     try:
         return _run(args)
     except KeyboardInterrupt:
