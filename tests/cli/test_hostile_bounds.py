@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from compiler.promql import bounds
-from tests.conftest import RATIO_SLI_AND_OBJECTIVE, VALID_SLO, make_spec_tree
+from tests.conftest import RATIO_SLI_AND_OBJECTIVE, VALID_SLO, RunCli, make_spec_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MEMORY_LIMIT = 1024 * 1024 * 1024
@@ -148,3 +148,36 @@ def test_unbounded_work_expressions_at_the_bounds_compile(tmp_path: Path) -> Non
     code, stderr = run(["generate", "--specs", "specs", "--out", "out"], tmp_path)
     assert code == 0, stderr
     assert (tmp_path / "out" / "prometheus" / "rules" / "deep-calls.rules.yaml").is_file()
+
+
+# -- backtest: the span, the warm-up and the evaluations, checked before any server contact --------
+
+DEAD = "http://127.0.0.1:9"  # nothing listens: a check that let the run through would say so instead
+
+
+@pytest.mark.parametrize(
+    ("span", "message"),
+    [
+        (["--from", "0", "--to", "4102444800"], "--from 0 is not between 2000-01-01 and a day from now"),
+        (["--from", "1e300", "--to", "1e301"], "--from 1e300 is not between 2000-01-01 and a day from now"),
+        (["--from", "inf", "--to", "5"], "--from 'inf' is not a time: write RFC 3339"),
+        (["--from", "2024-01-01", "--to", "nan"], "--to 'nan' is not a time: write RFC 3339"),
+        (["--from", "1700000000", "--to", "4102444800"], "--to 4102444800 is not between 2000-01-01"),
+        (["--from", "2024-01-01", "--to", "2025-06-01"], "--from to --to spans 517d, longer than the 400d limit"),
+        (["--from", "2024-02-01", "--to", "2024-01-01"], "--to must be after --from"),
+        (["--last", "500d"], "--last 500d is longer than the 400d limit"),
+        (["--last", "14d", "--warmup", "200y"], "--warmup 200y is longer than the 400d limit (or auto, or 0)"),
+        (["--last", "14d", "--warmup", "1e9"], "--warmup '1e9' must be a positive duration such as 14d"),
+        (
+            ["--from", "2024-01-01", "--to", "2025-01-20", "--warmup", "399d"],
+            "dns-errors: the span and warm-up come to 1,128,960 evaluations every 1m, more than the limit of "
+            "1,000,000 per spec",
+        ),
+    ],
+)
+def test_unbounded_work_backtest_span(tmp_path: Path, run_cli: RunCli, span: list[str], message: str) -> None:
+    make_spec_tree(tmp_path / "specs")
+    code, stdout, stderr = run_cli(["backtest", "--specs", "specs", "--prometheus", DEAD, *span], tmp_path)
+    assert code == 2, stderr
+    assert stderr.startswith(f"slo-compiler: {message}"), stderr
+    assert "cannot reach" not in stderr and stdout == ""
