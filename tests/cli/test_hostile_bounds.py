@@ -181,3 +181,43 @@ def test_unbounded_work_backtest_span(tmp_path: Path, run_cli: RunCli, span: lis
     assert code == 2, stderr
     assert stderr.startswith(f"slo-compiler: {message}"), stderr
     assert "cannot reach" not in stderr and stdout == ""
+
+
+# -- diff: the base revision is history anyone could have committed to ------------------------------
+
+
+def test_unbounded_work_diff_base_blob(tmp_path: Path, run_cli: RunCli) -> None:
+    """A 3 MB file under the base's spec directory is refused from its size in git, before the archive is read
+    (a 300 MB blob used to be held whole, twice: 633 MB); without it the base is read as before."""
+    repo = tmp_path / "repo"
+    specs = make_spec_tree(repo / "specs")
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=repo, check=True, capture_output=True
+        )
+        return done.stdout.decode().strip()
+
+    git("init", "-q", "-b", "main")
+    (specs / "network" / "huge.yaml").write_bytes(b"# padding\n" * 300_000)
+    git("add", "specs")
+    git("commit", "-q", "-m", "base with a 3 MB file")
+    with_blob = git("rev-parse", "HEAD")
+    git("rm", "-q", "specs/network/huge.yaml")
+    git("commit", "-q", "-m", "without it")
+    code, out, err = run_cli(["diff", "--specs", "specs", "--base", with_blob, "--no-behaviour"], repo)
+    assert (code, out) == (2, ""), err
+    assert err == (
+        f"slo-compiler: {with_blob}:specs/network/huge.yaml is 3,000,000 bytes, over the 2,097,152-byte limit of a "
+        "spec file; the base cannot be read (pass --base-dir DIR with the base specs instead)\n"
+    )
+    code, out, err = run_cli(["diff", "--specs", "specs", "--base", "HEAD", "--no-behaviour"], repo)
+    assert code == 0 and err == "", err
+    assert "no spec changed; 1 unchanged" in out, out
+
+
+def test_the_base_limit_matches_the_spec_file_limit() -> None:
+    from compiler.review import base
+    from compiler.source import load
+
+    assert base.MAX_FILE_BYTES == load.MAX_FILE_BYTES
