@@ -455,11 +455,12 @@ def _span_duration(flag: str, text: str) -> int | str:
 
 def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | str:
     """(start, end, warm-up) in ms from the arguments, or the usage error (naming the flag and its bound)."""
-    warmup: int | str | None = None if args.warmup == "auto" else 0 if args.warmup == "0" else None
+    warmup: int | None = None if args.warmup == "auto" else 0
     if args.warmup not in ("auto", "0"):
-        warmup = _span_duration("--warmup", args.warmup)
-        if isinstance(warmup, str):
-            return f"{warmup} (or auto, or 0)"
+        given = _span_duration("--warmup", args.warmup)
+        if isinstance(given, str):
+            return f"{given} (or auto, or 0)"
+        warmup = given
     now = int(time.time() * 1000)
     latest = now + DAY_MS
     if args.last is not None:
