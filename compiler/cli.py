@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -28,7 +29,7 @@ from compiler.model import Model
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
 from compiler.plan import Plan, SpecPlan, plan
-from compiler.promql import parse_duration
+from compiler.promql import bounds, format_duration, parse_duration
 from compiler.source.load import discover
 from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
@@ -421,34 +422,98 @@ def cmd_preflight(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if any(report.problems for report in reports) else EXIT_OK
 
 
+# What a backtest may replay: its span (--last, or --from to --to) and --warmup at most
+# MAX_SPAN_MS each, no earlier than EARLIEST_MS and no later than a day from now, and at most
+# MAX_EVALUATIONS evaluations of a spec's group (span and warm-up over its interval).
+# `--from 0 --to 4102444800` replayed 130 years; `--from 1e300` took 2.9 GB before a traceback.
+DAY_MS = 24 * 3600 * 1000
+MAX_SPAN_MS = 400 * DAY_MS
+EARLIEST_MS = 946_684_800_000  # 2000-01-01T00:00:00Z
+MAX_EVALUATIONS = 1_000_000
+
+
 def _instant_ms(text: str) -> int | None:
-    """RFC 3339 (``2026-11-17T00:00:00Z``) or unix seconds, in milliseconds; None when neither."""
+    """RFC 3339 (``2026-11-17T00:00:00Z``) or unix seconds, in milliseconds; None when neither,
+    or when not finite (``inf``, ``nan``, ``1e400``) or beyond what a datetime holds."""
     try:
-        return round(float(text) * 1000)
+        seconds = float(text)
     except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return round((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp() * 1000)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            return None
+        seconds = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+    return round(seconds * 1000) if math.isfinite(seconds) else None
+
+
+def _span_duration(flag: str, text: str) -> int | str:
+    """A positive duration of at most MAX_SPAN_MS, or the usage error naming the flag and the bound."""
+    length = parse_duration(text)
+    if not length:
+        return f"{flag} {text!r} must be a positive duration such as 14d"
+    if length > MAX_SPAN_MS:
+        return f"{flag} {text} is longer than the {format_duration(MAX_SPAN_MS)} limit"
+    return length
 
 
 def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | str:
-    """(start, end, warm-up) in ms from the arguments, or the usage error."""
-    warmup = None if args.warmup == "auto" else 0 if args.warmup == "0" else parse_duration(args.warmup)
-    if args.warmup != "auto" and warmup is None:
-        return f"--warmup {args.warmup!r} is not a duration (e.g. 3d) or auto"
+    """(start, end, warm-up) in ms from the arguments, or the usage error (naming the flag and its bound)."""
+    warmup: int | None = None if args.warmup == "auto" else 0
+    if args.warmup not in ("auto", "0"):
+        given = _span_duration("--warmup", args.warmup)
+        if isinstance(given, str):
+            return f"{given} (or auto, or 0)"
+        warmup = given
+    now = int(time.time() * 1000)
+    latest = now + DAY_MS
     if args.last is not None:
-        length = parse_duration(args.last)
-        if not length or args.end is not None:
-            return f"--last {args.last!r} must be a positive duration such as 14d, without --to"
-        end = int(time.time() * 1000)
-        return end - length, end, warmup
-    start, stop = _instant_ms(args.start), _instant_ms(args.end) if args.end else None
-    if start is None or stop is None or stop <= start:
-        return "--from and --to must both be times (RFC 3339 or unix seconds), --to after --from"
+        if args.end is not None:
+            return "--last replays up to now: give it without --to"
+        length = _span_duration("--last", args.last)
+        if isinstance(length, str):
+            return length
+        return now - length, now, warmup
+    if args.end is None:
+        return "--from needs --to"
+    start, stop = _instant_ms(args.start), _instant_ms(args.end)
+    for flag, text, moment in (("--from", args.start, start), ("--to", args.end, stop)):
+        if moment is None:
+            return f"{flag} {text!r} is not a time: write RFC 3339 (2026-01-31T00:00:00Z) or finite unix seconds"
+        if not EARLIEST_MS <= moment <= latest:
+            return f"{flag} {text} is not between 2000-01-01 and a day from now ({_rfc3339(latest)})"
+    assert start is not None and stop is not None
+    if stop <= start:
+        return "--to must be after --from"
+    if stop - start > MAX_SPAN_MS:
+        return (
+            f"--from to --to spans {format_duration(stop - start)}, longer than the "
+            f"{format_duration(MAX_SPAN_MS)} limit; replay it in parts"
+        )
     return start, stop, warmup
+
+
+def _rfc3339(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _too_many_evaluations(
+    specs: Sequence[SpecPlan], files: dict[str, bytes], span: tuple[int, int, int | None], interval_ms: int
+) -> str:
+    """The usage error when a spec's group would be evaluated more than MAX_EVALUATIONS times, else ''."""
+    from compiler.live.backtest import needed, rules_of, warmup_ms
+
+    start, end, warmup = span
+    for spec in specs:
+        interval, rules = rules_of(files[rules_path(spec.slo)])
+        step = interval or interval_ms
+        warm = warmup if warmup is not None else warmup_ms(needed(rules))
+        evaluations = (end - start + warm) // step
+        if evaluations > MAX_EVALUATIONS:
+            return (
+                f"{spec.slo.name}: the span and warm-up come to {evaluations:,} evaluations every "
+                f"{format_duration(step)}, more than the limit of {MAX_EVALUATIONS:,} per spec; replay a shorter span"
+            )
+    return ""
 
 
 def cmd_backtest(args: argparse.Namespace) -> int:
@@ -459,7 +524,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
     span = _backtest_span(args)
     if isinstance(span, str):
-        print(f"slo-compiler: {span}", file=sys.stderr)
+        print(f"slo-compiler: {printable(span)}", file=sys.stderr)
         return EXIT_USAGE
     compiled = _compiled(args)
     if isinstance(compiled, int):
@@ -467,6 +532,10 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     model, files = compiled
     specs = _chosen_specs(model, args.spec_names)
     if specs is None:
+        return EXIT_USAGE
+    too_many = _too_many_evaluations(specs, files, span, model.project.evaluation_interval_ms)
+    if too_many:
+        print(f"slo-compiler: {too_many}", file=sys.stderr)
         return EXIT_USAGE
     start, end, warmup = span
     try:
@@ -620,6 +689,7 @@ def _interrupted() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     _WRITTEN.clear()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), bounds.RECURSION_LIMIT))
     try:
         return _run(args)
     except KeyboardInterrupt:

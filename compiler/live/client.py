@@ -35,6 +35,10 @@ MAX_POINTS_PER_QUERY = 10_000
 # Points (series x steps) one range-query answer may hold: the server's --query.max-samples default is
 # 50,000,000, and 2,000,000 points are about 60 MB of JSON for the client to parse.
 MAX_SAMPLES_PER_QUERY = 2_000_000
+# The bytes one answer may hold: twice the JSON of MAX_SAMPLES_PER_QUERY points. The body is read in
+# pieces and given up past this (a 150 MB answer used to be read whole and parsed: 1 GB).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+_READ_BYTES = 1024 * 1024
 # The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
 TOO_MANY_SAMPLES = "would load too many samples"
 QUERY_TIMED_OUT = "query timed out in"  # Prometheus 2.42: "query timed out in expression evaluation"
@@ -223,7 +227,7 @@ class Client:
         timer.start()
         try:
             with _opener(deadline, self.context).open(request, timeout=self.access.timeout_s) as response:
-                raw = response.read()
+                raw = self._body(response, path, params)
         except urllib.error.HTTPError as exc:
             if deadline.expired:
                 self._late()
@@ -240,6 +244,28 @@ class Client:
             self._late()
         return self._data(raw)
 
+    def _body(self, response: http.client.HTTPResponse, path: str, params: Sequence[tuple[str, str]]) -> bytes:
+        """The answer's body, read in pieces up to MAX_ANSWER_BYTES; past it a ``LiveError`` naming the query."""
+        declared = response.headers.get("Content-Length", "")
+        if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
+            self._too_big(path, params, f" ({int(declared):,} bytes declared)")
+        pieces: list[bytes] = []
+        size = 0
+        while piece := response.read(min(_READ_BYTES, MAX_ANSWER_BYTES + 1 - size)):
+            pieces.append(piece)
+            size += len(piece)
+            if size > MAX_ANSWER_BYTES:
+                self._too_big(path, params, "")
+        return b"".join(pieces)
+
+    def _too_big(self, path: str, params: Sequence[tuple[str, str]], declared: str) -> NoReturn:
+        query = dict(params).get("query") or dict(params).get("match[]")
+        about = f"the query {query}" if query else path
+        raise LiveError(
+            f"Prometheus at {self.base} answered {about} with more than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
+            f"{declared}, the limit of one answer; ask for less (a shorter span, or fewer specs at once)"
+        )
+
     def _late(self) -> NoReturn:
         raise LiveError(
             f"Prometheus at {self.base} did not answer within {self.access.timeout_s:g}s (--timeout); "
@@ -248,7 +274,7 @@ class Client:
 
     def _http_error(self, exc: urllib.error.HTTPError) -> str:
         try:
-            detail = str(json.loads(exc.read()).get("error", ""))
+            detail = str(json.loads(exc.read(_READ_BYTES)).get("error", ""))  # an error's reason is short
         except (ValueError, OSError, AttributeError):
             detail = ""
         self.last_error = detail

@@ -30,6 +30,7 @@ from datetime import UTC, datetime, timedelta
 
 import promql_parser as pp
 
+from compiler.promql import bounds
 from compiler.promql.regex import problem as _regex_problem
 
 # Parsed trees are shared: the compiler reads the same few hundred expressions tens of thousands
@@ -42,6 +43,7 @@ __all__ = [
     "Matcher",
     "PromQLError",
     "analyse",
+    "check_bounds",
     "format_duration",
     "inject_matchers",
     "is_valid_label_name",
@@ -277,10 +279,18 @@ def _in_parser_dialect(text: str) -> str:
     if not any(name in text for name in (*RENAMED_IN_PROMETHEUS_3, *_PROMETHEUS_2_NAME)):
         return text
     return _TOKENS.sub(swap, text)
+def check_bounds(text: str) -> None:
+    """Refuse spec PromQL over the length, nesting or term bound (``bounds``), before it is parsed."""
+    problem = bounds.problem(text)
+    if problem is not None:
+        raise PromQLError(problem)
 
 
 @functools.lru_cache(maxsize=_CACHE_SIZE)
 def _parse_cached(text: str) -> pp.Expr:
+    problem = bounds.problem(text, bounds.BACKSTOP)  # measured once per text: a hit skips it
+    if problem is not None:
+        raise PromQLError(problem)
     return pp.parse(_in_parser_dialect(text))
 
 
@@ -288,10 +298,14 @@ def parse_expr(text: str) -> pp.Expr:
     """Parse ``text`` as PromQL, raising :class:`PromQLError` on failure.
 
     Wraps the parser so callers depend on one error type and get a message
-    that says which language was invalid.
+    that says which language was invalid. Text past the parser's backstop
+    (``bounds.BACKSTOP``: four times the bounds of spec text, room for what the
+    compiler builds around it) is refused unparsed.
     """
     try:
         return _parse_cached(text)
+    except PromQLError:
+        raise
     except BaseException as exc:
         # The extension raises ValueError for syntax errors, but some inputs
         # (e.g. the duration ``x[1e999]``) trigger a Rust panic that surfaces
@@ -1026,10 +1040,12 @@ def _flow_call(node: pp.Call) -> tuple[_LabelSet, bool]:
             _, matchers = _selector_parts(arg)
             return _LabelSet(False, frozenset(m.name for m in matchers if m.op == "=")), False
         return _NONE, False
-    vector_args = [a for a in node.args if not _flow(a)[1]]
-    if not vector_args:
+    # Each argument's flow once: walking the first vector argument again doubled the work per
+    # nested call, 2^61 walks for 61 calls deep.
+    vector_flows = [flow for flow, scalar in map(_flow, node.args) if not scalar]
+    if not vector_flows:
         return _NONE, False
-    labels, _ = _flow(vector_args[0])
+    labels = vector_flows[0]
     if name in _LABEL_WRITING_FUNCTIONS and len(node.args) > 1:
         dst = _unwrap(node.args[1])
         if isinstance(dst, pp.StringLiteral):

@@ -10,6 +10,11 @@ to ``../shared/owners.yaml`` (or to an absolute path inside the repository) is r
 that file's content at the ref, a link to a directory by the directory (each directory once).
 A link the ref cannot resolve (outside the repository, missing at the ref, a loop) and a git
 submodule are a ``BaseError``: comparing without that file would make the review wrong.
+
+The base is history anyone could have committed to, so it is bounded before it is read: the
+tree listing gives every blob's size, and a file over the spec limit (2 MiB), more than
+MAX_BASE_FILES files or more than MAX_BASE_BYTES in all is an error naming the file or the
+count; blobs are then read one at a time (a 300 MB blob used to be held whole, twice: 633 MB).
 """
 
 from __future__ import annotations
@@ -21,6 +26,9 @@ from pathlib import Path
 
 MAIN_BRANCHES = ("origin/main", "main", "origin/master", "master")
 MAX_LINK_HOPS = 40  # as Linux's ELOOP
+MAX_FILE_BYTES = 2 * 1024 * 1024  # source.load's limit of a spec file (review may not import source)
+MAX_BASE_FILES = 10_000  # files under the base's spec directory; the library has about a hundred
+MAX_BASE_BYTES = 256 * 1024 * 1024  # all of them together
 _TREE, _LINK, _SUBMODULE = "040000", "120000", "160000"
 
 
@@ -52,6 +60,7 @@ class _MissingError(BaseError):
 class _Entry:
     mode: str
     oid: str
+    size: int = 0
 
 
 class _Revision:
@@ -59,7 +68,7 @@ class _Revision:
 
     def __init__(self, root: Path, ref: str) -> None:
         self.root, self.ref = root, ref
-        listed = _git(root, "ls-tree", "-r", "-t", "-z", "--full-tree", ref)
+        listed = _git(root, "ls-tree", "-r", "-t", "-l", "-z", "--full-tree", ref)
         if listed.returncode != 0:
             raise BaseError(f"git ls-tree {ref} failed: {listed.stderr.decode(errors='replace').strip()}")
         self.entries: dict[str, _Entry] = {"": _Entry(_TREE, "")}
@@ -67,25 +76,17 @@ class _Revision:
         for record in listed.stdout.split(b"\0"):
             if record:
                 meta, _, raw_path = record.partition(b"\t")
-                mode, _, oid = meta.decode().split(" ")
+                mode, _, oid, size = meta.decode().split()
                 path = raw_path.decode("utf-8", "surrogateescape")
-                self.entries[path] = _Entry(mode, oid)
+                self.entries[path] = _Entry(mode, oid, int(size) if size.isdigit() else 0)
                 self.children.setdefault(posixpath.dirname(path), []).append(path)
 
-    def blobs(self, oids: list[str]) -> dict[str, bytes]:
-        """The contents of these blobs, read in one ``git cat-file --batch``."""
-        if not oids:
-            return {}
-        found = _git(self.root, "cat-file", "--batch", stdin="".join(f"{oid}\n" for oid in oids).encode())
+    def blob(self, oid: str) -> bytes:
+        """One blob's content (its size was checked against the limits from the listing)."""
+        found = _git(self.root, "cat-file", "blob", oid)
         if found.returncode != 0:
             raise BaseError(f"git cat-file failed: {found.stderr.decode(errors='replace').strip()}")
-        contents, data, at = {}, found.stdout, 0
-        for oid in oids:
-            header_end = data.index(b"\n", at)
-            size = int(data[at:header_end].split(b" ")[2])
-            contents[oid] = data[header_end + 1 : header_end + 1 + size]
-            at = header_end + 1 + size + 1
-        return contents
+        return found.stdout
 
     def _inside(self, target: str) -> str | None:
         """An absolute link target as a path in the repository; None when it points outside."""
@@ -122,7 +123,9 @@ class _Revision:
                 raise BaseError(
                     f"{shown} links through more than {MAX_LINK_HOPS} symbolic links in a row (a loop?) at {self.ref}"
                 )
-            target = self.blobs([entry.oid])[entry.oid].decode("utf-8", "surrogateescape")
+            if entry.size > 4096:  # PATH_MAX: no link target is longer
+                raise BaseError(f"{shown} is a symbolic link of {entry.size:,} bytes at {self.ref}")
+            target = self.blob(entry.oid).decode("utf-8", "surrogateescape")
             if target.startswith("/"):
                 inside = self._inside(target)
                 if inside is None:
@@ -135,11 +138,40 @@ class _Revision:
         return current
 
 
-def _materialise(revision: _Revision, directory: str, into: Path, shown: str, seen: set[str]) -> None:
-    """Write the ref's ``directory`` (a resolved tree path) to ``into``, following links as generate does."""
+@dataclass
+class _Budget:
+    """What the base's spec tree may still hold: files and bytes (MAX_BASE_FILES, MAX_BASE_BYTES)."""
+
+    ref: str
+    shown: str
+    files: int = 0
+    bytes: int = 0
+
+    def take(self, here: str, size: int) -> None:
+        if size > MAX_FILE_BYTES:
+            raise BaseError(
+                f"{self.ref}:{here} is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit of a spec file; "
+                "the base cannot be read (pass --base-dir DIR with the base specs instead)"
+            )
+        self.files, self.bytes = self.files + 1, self.bytes + size
+        if self.files > MAX_BASE_FILES:
+            raise BaseError(
+                f"{self.ref}:{self.shown} holds more than {MAX_BASE_FILES:,} files, the limit of a base spec tree"
+            )
+        if self.bytes > MAX_BASE_BYTES:
+            raise BaseError(
+                f"{self.ref}:{self.shown} holds more than {MAX_BASE_BYTES // 2**20} MiB of files, the limit of a "
+                "base spec tree"
+            )
+
+
+def _plan(
+    revision: _Revision, directory: str, into: Path, shown: str, seen: set[str], budget: _Budget
+) -> list[tuple[Path, str]]:
+    """The files to write for the ref's ``directory`` (a resolved tree path), following links as generate
+    does, each checked against the budget before any is read."""
     seen.add(directory)
-    into.mkdir(parents=True, exist_ok=True)
-    files: dict[Path, str] = {}
+    files: list[tuple[Path, str]] = []
     for path in sorted(revision.children.get(directory, [])):
         name = posixpath.basename(path)
         if name.startswith("."):
@@ -153,12 +185,19 @@ def _materialise(revision: _Revision, directory: str, into: Path, shown: str, se
             raise BaseError(f"{here} is a git submodule at {revision.ref}; pass --base-dir DIR with the base specs")
         if entry.mode == _TREE:
             if path not in seen:
-                _materialise(revision, path, into / name, here, seen)
+                files += _plan(revision, path, into / name, here, seen, budget)
         else:
-            files[into / name] = entry.oid
-    contents = revision.blobs(sorted(set(files.values())))
-    for file, oid in files.items():
-        file.write_bytes(contents[oid])
+            budget.take(here, entry.size)
+            files.append((into / name, entry.oid))
+    return files
+
+
+def _materialise(revision: _Revision, directory: str, into: Path, shown: str) -> None:
+    """Write the ref's ``directory`` to ``into``: checked whole first, then read one blob at a time."""
+    into.mkdir(parents=True, exist_ok=True)
+    for file, oid in _plan(revision, directory, into, shown, set(), _Budget(revision.ref, shown)):
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(revision.blob(oid))
 
 
 def extract(spec_dir: Path, ref: str, into: Path) -> Path:
@@ -178,5 +217,5 @@ def extract(spec_dir: Path, ref: str, into: Path) -> Path:
         return target  # the specs did not exist at the base: everything is new
     if revision.entries[directory].mode != _TREE:
         raise BaseError(f"{relative} is not a directory at {ref}")
-    _materialise(revision, directory, target, relative, set())
+    _materialise(revision, directory, target, relative)
     return target

@@ -42,6 +42,7 @@ def _check_rate_windows(documents: list[Document], project: Project, diagnostics
     for document in documents:
         for key, text in _sli_expressions(document):
             try:
+                promql.check_bounds(text)
                 calls = promql.range_calls(text)
             except PromQLError:
                 continue  # reported where the expression is parsed

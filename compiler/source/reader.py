@@ -19,11 +19,14 @@ from compiler.model import (
 from compiler.model.labels import reserved_because
 from compiler.model.stacks import ScrapeProfile
 from compiler.model.windows import MINUTE
-from compiler.promql import Matcher, PromQLError, synth
+from compiler.promql import Matcher, PromQLError, bounds, synth
 from compiler.source.load import Document, PathKey
 from compiler.source.spec_types import SLOSpec
 
 RAW_RANGE_LIMIT_MS = 5 * MINUTE
+# What ``SpecReader.expression`` gives for an expression past the parse bounds, whose error is
+# reported: checks that read the expression further see an empty vector, never the text itself.
+TOO_LARGE = "vector(0)"
 
 
 def parse_percent(value: Any) -> float | None:
@@ -108,9 +111,19 @@ class SpecReader:
                 self.error((*key, index), f"invalid Prometheus label name '{name}'")
         return tuple(names)
 
+    def within_bounds(self, key: PathKey, text: str, what: str = "PromQL") -> bool:
+        """Whether ``text`` is within the length, nesting and term bounds, measured before it is parsed
+        (``promql.bounds``: past them the parser's memory and the compiler's tree walks grow without bound)."""
+        try:
+            promql.check_bounds(text)
+        except PromQLError as exc:
+            self.error(key, f"{what} in {dotted(key)} is too large to parse: {exc}")
+            return False
+        return True
+
     def matchers(self, key: PathKey, text: str | None) -> tuple[Matcher, ...]:
         """Parse a bare matcher set such as '{job="apiserver"}'."""
-        if text is None or not text.strip():
+        if text is None or not text.strip() or not self.within_bounds(key, text, "the selector"):
             return ()
         bare = text.strip().startswith("{")
         try:
@@ -144,9 +157,18 @@ class SpecReader:
         if value is None:
             return ()
         texts = [value] if isinstance(value, str) else list(value)
+        if len(texts) > bounds.MAX_SELECTORS:
+            self.error(
+                key,
+                f"{dotted(key)} lists {len(texts):,} selectors, more than the limit of {bounds.MAX_SELECTORS}: "
+                "they are summed in one expression; select the series with a regex matcher instead",
+            )
+            return ()
         result = []
         for index, text in enumerate(texts):
             where = key if isinstance(value, str) else (*key, index)
+            if not self.within_bounds(where, text, "the selector"):
+                continue
             try:
                 name, matchers = promql.parse_selector(text)
             except PromQLError as exc:
@@ -158,11 +180,21 @@ class SpecReader:
             if not promql.is_valid_metric_name(name):
                 self.error(where, f"invalid metric name '{name}' in {dotted(key)}")
             result.append(Selector(name, (*self.checked_matchers(where, matchers), *slice_matchers)))
+        size = sum(len(promql.render_selector(s.metric, s.matchers)) for s in result)
+        if size > bounds.SPEC.chars:
+            self.error(
+                key,
+                f"{dotted(key)} comes to {size:,} characters with the slice's matchers added to each selector, "
+                f"longer than the {bounds.SPEC.chars:,}-character limit of one expression",
+            )
+            return ()
         return tuple(result)
 
     def expression(self, key: PathKey, slice_matchers: tuple[Matcher, ...], keep: tuple[str, ...]) -> str:
         """A user-written PromQL expression: parse it, bound its raw ranges, keep the slice labels."""
         text = str(self.get(key))
+        if not self.within_bounds(key, text):
+            return TOO_LARGE
         try:
             analysis = promql.analyse(text)
         except PromQLError as exc:
@@ -195,7 +227,17 @@ class SpecReader:
                 f"{dotted(key)} drops slice label(s) {', '.join(lost)} in an aggregation; "
                 "keep them in every 'by (...)' so each alert fires per slice",
             )
-        return promql.inject_matchers(text, slice_matchers) if slice_matchers else text
+        if not slice_matchers:
+            return text
+        injected = promql.inject_matchers(text, slice_matchers)
+        if len(injected) > bounds.BACKSTOP.chars:
+            self.error(
+                key,
+                f"{dotted(key)} comes to {len(injected):,} characters with the slice's matchers added to each "
+                f"selector, longer than the {bounds.BACKSTOP.chars:,}-character limit of what the compiler builds",
+            )
+            return TOO_LARGE
+        return injected
 
     def check_not_reserved(self, key: PathKey, label: str) -> None:
         """A slice label the rules or routes also set would be overwritten, forking or hijacking alerts."""

@@ -56,6 +56,7 @@ def _components(document: Document, raw: Any, diagnostics: Diagnostics) -> dict[
             diagnostics.error(where, f"component '{name}' must be label matchers in braces, not a metric; {example}")
             continue
         try:
+            promql.check_bounds(text)
             _, matchers = promql.parse_selector(f"slo_placeholder{text.strip()}")
         except PromQLError as exc:
             shown = str(exc).replace("slo_placeholder", "")

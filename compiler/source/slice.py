@@ -29,6 +29,7 @@ def read_slice(r: SpecReader) -> Slice:
     for index, join_raw in enumerate(raw_joins if isinstance(raw_joins, list) else [raw_joins]):
         key: PathKey = ("slice", "join", index) if isinstance(raw_joins, list) else ("slice", "join")
         try:
+            promql.check_bounds(join_raw["metric"])
             info_name, info_matchers = promql.parse_selector(join_raw["metric"])
         except PromQLError as exc:
             r.error((*key, "metric"), f"invalid PromQL selector in slice.join metric: {exc}")
@@ -139,6 +140,7 @@ def check_sli_leaves_component_labels(r: SpecReader) -> None:
 def _matched_labels(text: str) -> set[str]:
     """Label names any selector of ``text`` matches on; none when it does not parse (reported elsewhere)."""
     try:
+        promql.check_bounds(text)
         return {matcher.name for _, matchers in promql.analyse(text).selectors for matcher in matchers}
     except PromQLError:
         return set()

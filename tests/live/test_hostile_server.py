@@ -22,6 +22,7 @@ import pytest
 
 from compiler.cli import main
 from compiler.live.backtest import Interval, Result
+from compiler.live.client import MAX_ANSWER_BYTES
 from compiler.live.summary import render_markdown, render_table, summarise
 from tests import live_data, servers
 
@@ -266,3 +267,43 @@ def test_the_timeout_is_a_total_deadline_not_per_read(tree: Path, capsys: pytest
             stop.set()
     assert elapsed < 10
     assert (code, out) == (2, "") and "did not answer within 3s (--timeout)" in err
+
+
+# -- 6. answer size ----------------------------------------------------------------------------------------
+
+HUGE = 150 * 1024 * 1024  # what a server might send; the client stops past MAX_ANSWER_BYTES
+
+
+def huge_answer(declare: bool, sent: list[int]) -> Route:
+    """buildinfo properly; every query a JSON answer of HUGE bytes, streamed (with or without its length)."""
+
+    def route(handler: BaseHTTPRequestHandler) -> None:
+        if handler.path.startswith("/api/v1/status/buildinfo"):
+            send(handler, BUILDINFO)
+            return
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        if declare:
+            handler.send_header("Content-Length", str(HUGE))
+        handler.end_headers()
+        handler.wfile.write(b'{"status": "success", "data": {"resultType": "vector", "result": [')
+        chunk = b" " * (1024 * 1024)
+        while sent[0] < HUGE:
+            handler.wfile.write(chunk)  # raises once the client has hung up
+            sent[0] += len(chunk)
+
+    return route
+
+
+@pytest.mark.parametrize("declare", [True, False], ids=["content-length", "streamed"])
+def test_unbounded_work_answer_size(tree: Path, capsys: pytest.CaptureFixture[str], declare: bool) -> None:
+    sent = [0]
+    with hostile(huge_answer(declare, sent), []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and err.startswith(f"slo-compiler: Prometheus at {url} answered the query ")
+    assert f"with more than {MAX_ANSWER_BYTES // 2**20} MiB" in err and "the limit of one answer" in err
+    assert ("bytes declared" in err) == declare
+    # The client stopped reading at the cap: the server could not send its 150 MB (the socket buffers
+    # hold a few MB more than the client read).
+    assert sent[0] < MAX_ANSWER_BYTES + 16 * 1024 * 1024

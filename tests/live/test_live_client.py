@@ -133,9 +133,9 @@ def test_backtest_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     base = ["backtest", "--prometheus", "http://127.0.0.1:9", "--specs", str(tree)]
     for extra, message in (
         (["--last", "fortnight"], "--last 'fortnight' must be a positive duration"),
-        (["--from", "2026-11-02T00:00:00Z"], "--from and --to must both be times"),
-        (["--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"], "--to after --from"),
-        (["--last", "1h", "--warmup", "soon"], "--warmup 'soon' is not a duration"),
+        (["--from", "2026-11-02T00:00:00Z"], "--from needs --to"),
+        (["--from", "2026-11-02T00:00:00Z", "--to", "2026-11-01T00:00:00Z"], "--to must be after --from"),
+        (["--last", "1h", "--warmup", "soon"], "--warmup 'soon' must be a positive duration such as 14d (or auto"),
     ):
         assert main([*base, *extra]) == 2
         assert message in capsys.readouterr().err
