@@ -278,8 +278,12 @@ def write_schemas(out: Path) -> int:
     return EXIT_OK
 
 
-def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
-    """The model and files of ``--specs``, or the exit code after printing every problem."""
+def _compiled(args: argparse.Namespace, *, warnings: bool = True) -> tuple[Model, dict[str, bytes]] | int:
+    """The model and files of ``--specs``, or the exit code after printing every problem.
+
+    ``warnings``: the plan's warnings about the generated configuration (no heartbeat, foreign
+    alerts dropped) are for the commands that write or check it, not for explain, backtest or diff.
+    """
     spec_dir: Path = args.specs
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
@@ -289,15 +293,15 @@ def _compiled(args: argparse.Namespace) -> tuple[Model, dict[str, bytes]] | int:
         sys.stderr.write(diagnostics.render())
         print(f"slo-compiler: {len(diagnostics)} problem(s); nothing written", file=sys.stderr)
         return EXIT_PROBLEMS
-    print_notes(plan(model))
+    print_notes(plan(model), warnings=warnings)
     return model, files
 
 
-def print_notes(compiled: Plan) -> None:
+def print_notes(compiled: Plan, *, warnings: bool = True) -> None:
     """What the user should know about this compilation without it being a problem (exit stays 0)."""
     for note in compiled.notes:
         print(f"{note.position}: note: {printable(note.message)}", file=sys.stderr)
-    for warning in compiled.warnings:
+    for warning in compiled.warnings if warnings else ():
         print(printable(warning), file=sys.stderr)
 
 
@@ -321,7 +325,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from compiler.explain import explain
 
-    compiled = _compiled(args)
+    compiled = _compiled(args, warnings=False)
     if isinstance(compiled, int):
         return compiled
     model, files = compiled
@@ -526,7 +530,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     if isinstance(span, str):
         print(f"slo-compiler: {printable(span)}", file=sys.stderr)
         return EXIT_USAGE
-    compiled = _compiled(args)
+    compiled = _compiled(args, warnings=False)
     if isinstance(compiled, int):
         return compiled
     model, files = compiled
@@ -606,7 +610,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from compiler.review import render as render_review
     from compiler.review.behaviour import BehaviourError
 
-    compiled = _compiled(args)
+    compiled = _compiled(args, warnings=False)
     if isinstance(compiled, int):
         return compiled
     model, files = compiled
