@@ -13,6 +13,7 @@ import argparse
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
@@ -198,6 +199,23 @@ def _import_parser(commands: Any) -> None:
         "--out", type=Path, default=Path("slo_specs/imported"), help="where to write the specs (slo_specs/imported)"
     )
     sub.add_argument("--force", action="store_true", help="replace spec files that already exist")
+    sub.add_argument(
+        "--prefix",
+        type=_name_prefix,
+        default=None,
+        metavar="NAME-",
+        help="start every imported spec's name with NAME- (for SLOs whose names collide with others')",
+    )
+
+
+def _name_prefix(value: str) -> str:
+    """``--prefix``: lower-case letters, digits and '-', starting with a letter or digit, at most 62 characters."""
+    if not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,61}", value):
+        raise argparse.ArgumentTypeError(
+            f"{printable(value)!r} is not a name prefix: lower-case letters, digits and '-', starting with a letter "
+            "or digit, at most 62 characters (a spec name is a DNS label of at most 63)"
+        )
+    return value
 
 
 def _bad_paths(spec_dir: Path, paths: Sequence[Path]) -> list[str]:
@@ -634,7 +652,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from compiler.importers import import_files
 
-    _, code = import_files(args.format, list(args.files), args.out, args.force)
+    _, code = import_files(args.format, list(args.files), args.out, args.force, args.prefix or "")
     return code
 
 

@@ -2,11 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from compiler.diagnostics import Position
+from compiler.importers.queries import Latency, State
+
+
+@dataclass(frozen=True)
+class Shape:
+    """An SLI to write: a ratio (field, selector, total), a latency or a state, summed by ``by``."""
+
+    by: tuple[str, ...]
+    ratio_field: str = "bad"
+    ratio_selector: str = ""
+    total_selector: str = ""
+    latency: Latency | None = None
+    state: State | None = None
+    buckets: tuple[float, ...] = ()  # a latency histogram's declared edges (one the catalogue does not know)
+    next_kept_above: bool = False  # a latency threshold on an edge a built-in stack drops
+    notes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -29,6 +46,9 @@ class Draft:
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # written as comments and printed
+    # How the SLI was read; its latency or state when it is not a ratio (the ratio fields are then empty).
+    shape: Shape | None = None
+    tool: str = "Sloth"  # whose rules ran the SLO: Sloth (burn_policy sloth) or OpenSLO (the default policy)
 
 
 @dataclass(frozen=True)
@@ -83,11 +103,37 @@ def escaped(text: str) -> str:
 
 
 def spec_name(*parts: str) -> str:
-    """A spec name (a lower-case DNS label) from the source's identifiers."""
+    """The full name from the source's identifiers: lower case, runs of other characters as one '-'.
+
+    It names the file whatever its length; the spec's own name is a DNS label of at most 63
+    characters, so a longer one is shortened there by ``short_name``.
+    """
     text = "-".join(part for part in parts if part).lower()
     text = re.sub(r"[^a-z0-9-]+", "-", text)
     text = re.sub(r"-+", "-", text).strip("-")
-    return text[:63].rstrip("-") or "imported-slo"
+    return text or "imported-slo"
+
+
+NAME_LIMIT = 63
+
+
+FILE_NAME_LIMIT = 250  # characters before ".yaml": file systems hold 255 bytes per name
+
+
+def file_name(full: str) -> str:
+    """The spec file's name: the full name, shortened (with a hash) only past what a file system holds."""
+    return full if len(full) <= FILE_NAME_LIMIT else _hashed(full, FILE_NAME_LIMIT)
+
+
+def short_name(full: str) -> str:
+    """``full`` as a spec name (at most 63 characters): a longer one keeps its start and ends with a
+    hash of the whole, so two long names that share their first 54 characters stay apart."""
+    return full if len(full) <= NAME_LIMIT else _hashed(full, NAME_LIMIT)
+
+
+def _hashed(full: str, limit: int) -> str:
+    digest = hashlib.sha256(full.encode("utf-8")).hexdigest()[:8]
+    return f"{full[: limit - 9].rstrip('-')}-{digest}"
 
 
 def add_labels(draft: Draft, labels: object, what: str) -> None:

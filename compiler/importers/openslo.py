@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from compiler.diagnostics import Diagnostics
-from compiler.importers import queries
+from compiler.importers import queries, shapes
 from compiler.importers.draft import (
-    LABEL_NAME_OK,
     Draft,
     Refusal,
+    Shape,
     add_labels,
     escaped,
     mapping,
@@ -24,8 +25,14 @@ VERSIONS = ("openslo/v1alpha", "openslo/v1")
 NOT_SLO = "nothing to import: an OpenSLO {kind} holds no SLO"
 
 
-def read(document: Document, data: dict[str, Any], base: PathKey, diagnostics: Diagnostics) -> list[Draft | Refusal]:
-    """One OpenSLO object (``data`` at ``base`` in the document): a spec per objective of an SLO."""
+def read(
+    document: Document, data: dict[str, Any], base: PathKey, diagnostics: Diagnostics, by_sloth: bool = False
+) -> list[Draft | Refusal]:
+    """One OpenSLO object (``data`` at ``base`` in the document): a spec per objective of an SLO.
+
+    ``by_sloth``: the file is imported as Sloth's (``import sloth``), whose rules ran it, so the spec
+    keeps Sloth's burn policy; an OpenSLO import gets the default policy and OpenSLO's wording.
+    """
     kind = data.get("kind")
     metadata = data.get("metadata")
     name = str(metadata.get("name", "")) if isinstance(metadata, dict) else ""
@@ -46,18 +53,28 @@ def read(document: Document, data: dict[str, Any], base: PathKey, diagnostics: D
             reason = f"the name '{escaped(text)}' holds a line break or control character, which a spec cannot carry"
             return [Refusal(document.position(at), name, reason + ": rename it")]
     spec = mapping(data.get("spec"))
-    ratio, why = _ratio(spec, data["apiVersion"] == "openslo/v1")
     window = _period(spec)
     method = spec.get("budgetingMethod", "Occurrences")
     objectives = sequence(spec.get("objectives"))
     where = document.position((*base, "metadata", "name"))
-    refusal = why or window[1] or _method_refusal(method) or ("" if objectives else "the SLO has no objectives")
+    refusal = window[1] or _method_refusal(method) or ("" if objectives else "the SLO has no objectives")
     if refusal:
         return [Refusal(where, name, refusal)]
-    assert ratio is not None
     results: list[Draft | Refusal] = []
     for index, objective in enumerate(objectives):
-        results.append(_draft(document, base, data, spec, ratio, window[0], index, len(objectives), objective))
+        # v1 has one indicator for every objective; v1alpha a ratio metric per objective.
+        v1 = data["apiVersion"] == "openslo/v1"
+        shape, why = _ratio(spec, v1, objective)
+        if shape is None:
+            results.append(Refusal(where, name, why))
+            continue
+        draft = _draft(document, base, data, spec, shape, window[0], (index, len(objectives)), objective)
+        if isinstance(draft, Draft):
+            draft.tool = "Sloth" if by_sloth else "OpenSLO"
+            if spec.get("alertPolicies"):
+                policy = "burn_policy sloth" if by_sloth else "the default burn policy"
+                draft.notes.append(f"alertPolicies not imported: {policy} sets the alerts")
+        results.append(draft)
     return results
 
 
@@ -66,80 +83,94 @@ def _draft(
     base: PathKey,
     data: dict[str, Any],
     spec: dict[str, Any],
-    ratio: tuple[str, str, str, tuple[str, ...]],
+    shape: Shape,
     period: str,
-    index: int,
-    count: int,
+    position: tuple[int, int],
     objective: Any,
 ) -> Draft | Refusal:
     name = str(data["metadata"].get("name", ""))
+    index, count = position
     key: PathKey = (*base, "spec", "objectives", index)
     target = objective.get("target") if isinstance(objective, dict) else None
     if isinstance(target, bool) or not isinstance(target, int | float) or not 0 < target < 1:
         return Refusal(document.position((*key, "target")), name, "the objective's target must be in (0, 1)")
-    field, selector, total, by = ratio
     draft = Draft(
         name=spec_name(str(spec.get("service", "")), name, str(index) if count > 1 else ""),
         origin=f"OpenSLO {data['apiVersion']}, service {spec.get('service', '?')}, SLO {name}",
         where=document.position((*base, "metadata", "name")),
         description=str(spec["description"]) if spec.get("description") else None,
-        by=by or None,
-        ratio_field=field,
-        ratio_selector=selector,
-        total_selector=total,
+        by=shape.by or None,
+        ratio_field=shape.ratio_field,
+        ratio_selector=shape.ratio_selector,
+        total_selector=shape.total_selector,
         target_percent=float(target) * 100,
         period=period,
         period_note="the SLO's rolling time window",
+        notes=list(shape.notes),
+        shape=shape,
     )
     labels = data["metadata"].get("labels")
     if isinstance(labels, dict):  # v1 label values are lists; a label here has one value
         add_labels(draft, {k: ",".join(map(str, v)) if isinstance(v, list) else v for k, v in labels.items()}, "SLO")
-    if spec.get("alertPolicies"):
-        draft.notes.append("alertPolicies not imported: burn_policy sloth sets the alerts")
     return draft
 
 
-def _ratio(spec: dict[str, Any], v1: bool) -> tuple[tuple[str, str, str, tuple[str, ...]] | None, str]:
-    """(field, counter selector, total selector, by) of a ratio SLI, or the reason it has none."""
+def _ratio(spec: dict[str, Any], v1: bool, objective: Any) -> tuple[Shape | None, str]:
+    """The SLI of a ratio metric (counters, or a histogram's bucket over its count), or the reason it has none."""
     if v1:
         indicator = mapping(spec.get("indicator"))
         if "indicatorRef" in spec:
             return None, "the SLI is a reference (indicatorRef); import the SLO with its SLI inline"
         metric = mapping(indicator.get("spec")).get("ratioMetric")
     else:
-        objectives = sequence(spec.get("objectives"))
-        metric = objectives[0].get("ratioMetrics") if objectives and isinstance(objectives[0], dict) else None
+        metric = objective.get("ratioMetrics") if isinstance(objective, dict) else None
     if not isinstance(metric, dict):
         return None, "the SLI is not a ratio metric (a threshold metric judges a value, not events)"
     field = "good" if "good" in metric else "bad"
-    good, total = _query(metric.get(field), v1), _query(metric.get("total"), v1)
-    if isinstance(good, str) or isinstance(total, str):
-        return None, good if isinstance(good, str) else str(total)
+    good_text, total_text = _query(metric.get(field), v1), _query(metric.get("total"), v1)
+    if good_text[1] or total_text[1]:
+        return None, good_text[1] or total_text[1]
+    fixed = sorted({window for window in map(queries.fixed_window, (good_text[0], total_text[0])) if window})
+    latency = shapes.latency_of_good(good_text[0], total_text[0]) if field == "good" else None
+    if latency is not None:
+        return _windows_noted(latency, fixed), ""
+    good, total = queries.counter(good_text[0]), queries.counter(total_text[0])
+    if good is None or total is None:
+        query = good_text[0] if good is None else total_text[0]
+        return None, f"the query {query!r} is not a counter selector, {queries.WANTED} or a histogram latency"
     if good[1] != total[1]:
         return None, "the good and total queries aggregate by different labels"
-    wrong = [label for label in good[1] if not LABEL_NAME_OK.match(label)]
-    if wrong:
-        return None, f"the query aggregates by '{escaped(wrong[0])}', which is not a Prometheus label name"
-    return (field, good[0], total[0], good[1]), ""
+    shape = shapes.checked(shapes.from_good(field, good, total))
+    if isinstance(shape, str):
+        return None, shape
+    return _windows_noted(shape, fixed), ""
 
 
-def _query(source: Any, v1: bool) -> tuple[str, tuple[str, ...]] | str:
-    """A counter selector of one metric source, or why not."""
+def _windows_noted(shape: Shape, fixed: list[str]) -> Shape:
+    """``shape`` with a note on the fixed windows its queries had (``[5m]``): the spec's rules write their own."""
+    if not fixed:
+        return shape
+    note = (
+        f"the queries' fixed window ({', '.join(f'[{window}]' for window in fixed)}) is dropped: the rules here "
+        "read every window of the burn-rate pairs themselves"
+    )
+    return replace(shape, notes=(*shape.notes, note))
+
+
+def _query(source: Any, v1: bool) -> tuple[str, str]:
+    """(query, "") of one Prometheus metric source, or ("", why not)."""
     if not isinstance(source, dict):
-        return "the ratio metric lacks a good (or bad) or total source"
+        return "", "the ratio metric lacks a good (or bad) or total source"
     if v1:
         metric = mapping(source.get("metricSource"))
         kind, query = str(metric.get("type", "")), mapping(metric.get("spec")).get("query")
     else:
         kind, query = str(source.get("source", "")), source.get("query")
     if kind.lower() not in ("prometheus", "sloth"):
-        return f"the metric source is {kind or 'not named'}, not Prometheus"
+        return "", f"the metric source is {kind or 'not named'}, not Prometheus"
     if not isinstance(query, str):
-        return "the metric source has no query (spec.query, a string)"
-    found = queries.counter(query)
-    if found is None:
-        return f"the query {query!r} is not a counter selector or {queries.WANTED}"
-    return found
+        return "", "the metric source has no query (spec.query, a string)"
+    return query, ""
 
 
 def _period(spec: dict[str, Any]) -> tuple[str, str]:

@@ -12,7 +12,16 @@ from typing import Any
 
 from compiler.diagnostics import Diagnostics, Position
 from compiler.importers import emit, openslo, sloth
-from compiler.importers.draft import Draft, Refusal, escaped
+from compiler.importers.draft import (
+    ALERT_NAME_OK,
+    NAME_LIMIT,
+    Draft,
+    Refusal,
+    escaped,
+    file_name,
+    short_name,
+    spec_name,
+)
 from compiler.source.load import MAX_FILE_BYTES, Document, PathKey, load_text
 from compiler.source.placeholders import MARKER
 
@@ -29,18 +38,33 @@ class Outcome:
     diagnostics: Diagnostics = field(default_factory=Diagnostics)
 
 
-def import_files(fmt: str, files: list[str], out: Path, force: bool) -> tuple[Outcome, int]:
-    """Import every SLO of ``files`` (``fmt`` is sloth or openslo) into ``out``; returns the exit code."""
+def import_files(fmt: str, files: list[str], out: Path, force: bool, prefix: str = "") -> tuple[Outcome, int]:
+    """Import every SLO of ``files`` (``fmt`` is sloth or openslo) into ``out``; returns the exit code.
+
+    ``prefix`` starts every spec's name (and file name), for SLOs whose names collide with others'.
+    """
     outcome = Outcome()
     for name in files:
         for result in _read_file(fmt, name, outcome.diagnostics):
             if isinstance(result, Refusal):
                 (outcome.skipped if result.skipped else outcome.refused).append(result)
             else:
+                _prefixed(result, prefix)
                 _write(result, name, out, force, outcome)
     _report(outcome)
     failed = bool(len(outcome.diagnostics) or outcome.refused)
     return outcome, 1 if failed else 0
+
+
+def _prefixed(draft: Draft, prefix: str) -> None:
+    """``draft`` named with ``prefix`` first: its spec name, and its alert name as CamelCase (``ex1-`` is ``Ex1``)."""
+    if not prefix:
+        return
+    draft.name = spec_name(prefix + draft.name)
+    if draft.alert_name:
+        camel = "".join(part[:1].upper() + part[1:] for part in prefix.split("-"))
+        if ALERT_NAME_OK.match(camel + draft.alert_name):
+            draft.alert_name = camel + draft.alert_name
 
 
 def _read_file(fmt: str, name: str, diagnostics: Diagnostics) -> list[Draft | Refusal]:
@@ -98,7 +122,7 @@ def _read_document(
     if fmt == "sloth" and api == "sloth.slok.dev/v1" and base == ():
         return _sloth_object(document, data, diagnostics)
     if api in openslo.VERSIONS and (fmt == "openslo" or api == "openslo/v1alpha"):
-        return openslo.read(document, data, base, diagnostics)
+        return openslo.read(document, data, base, diagnostics, by_sloth=fmt == "sloth")
     where = document.position((*base, "apiVersion")) if api is not None else document.position(base)
     if fmt == "sloth":
         diagnostics.error(where, f"not a Sloth spec (version {version or api!r}): {_sloth_reads()}")
@@ -130,10 +154,19 @@ def _title(fmt: str) -> str:
 
 def _write(draft: Draft, source: str, out: Path, force: bool, outcome: Outcome) -> None:
     """Write one spec, never over an existing file unless ``force``, nor twice in one run."""
-    target = out / f"{draft.name}.yaml"
-    if any(path == target for path, _ in outcome.written):
-        outcome.diagnostics.error(draft.where, f"a second SLO imports as {draft.name}; not written: rename one")
+    target = out / f"{file_name(draft.name)}.yaml"
+    if any(path == target or short_name(other.name) == short_name(draft.name) for path, other in outcome.written):
+        outcome.diagnostics.error(
+            draft.where,
+            f"a second SLO imports as {short_name(draft.name)}; not written: rename one, or import its file on its "
+            "own with --prefix NAME- to start its specs' names with NAME-",
+        )
         return
+    if short_name(draft.name) != draft.name:
+        draft.notes.append(
+            f"the spec's name is {short_name(draft.name)}: a name is at most {NAME_LIMIT} characters (a DNS label), "
+            f"so the full {draft.name} is shortened, with a hash of it at the end"
+        )
     if target.is_symlink():
         outcome.diagnostics.error(
             draft.where, f"{target} is a symbolic link; not written (import writes only regular files in --out)"
@@ -180,11 +213,7 @@ def _report(outcome: Outcome) -> None:
     """Specs written and notes on stdout; refusals and problems on stderr."""
     for path, draft in outcome.written:
         count = path.read_text(encoding="utf-8").count(f"{MARKER}:")
-        policy = (
-            "burn_policy sloth (Sloth's window pairs, no `for`: it pages when Sloth did)"
-            if set(draft.severities) in ({"page", "ticket"}, set())
-            else f"Sloth's {draft.severities[0]} window pairs only, no `for`"
-        )
+        policy = emit.summary(draft)
         print(escaped(f"wrote {path} ({draft.origin}): {policy}; {count} placeholder(s) to fill in"))
         for note in draft.notes:
             print(escaped(f"  note: {note}"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.diagnostics import Diagnostics
-from compiler.importers import queries
+from compiler.importers import shapes
 from compiler.importers.draft import (
     ALERT_NAME_OK,
-    LABEL_NAME_OK,
     Draft,
     Refusal,
     add_annotations,
@@ -25,7 +24,6 @@ SLOTH_PERIOD_NOTE = (
     "Sloth's default period (sloth generate --default-slo-period, 30d unless set); change it if yours differs"
 )
 NAME_UNSAFE = "the name '{}' holds a line break or control character, which a spec cannot carry: rename it"
-BY_WRONG = "the query aggregates by '{}', which is not a Prometheus label name"
 # The CRD writes the same fields in camelCase.
 _CAMEL = {
     "error_query": "errorQuery",
@@ -73,24 +71,18 @@ def _slo(document: Document, spec: dict[str, Any], slo: dict[str, Any], key: Pat
     refused = _sli_refusal(sli, crd)
     if refused:
         return Refusal(document.position((*key, "sli")), f"{service}-{name}", refused)
-    events = sli["events"]
-    bad = queries.rate_of_counter(str(_get(events, "error_query", crd)))
-    total = queries.rate_of_counter(str(_get(events, "total_query", crd)))
-    if bad is None or total is None:
-        which = "error" if bad is None else "total"
-        return Refusal(
-            document.position((*key, "sli", "events")),
-            f"{service}-{name}",
-            f"the {which} query is not {queries.WANTED}: a ratio SLI here names its counters and writes the "
-            "rates itself; write this SLI by hand (a state or gauge SLI may fit)",
+    if "raw" in sli:
+        query = _get(mapping(sli["raw"]), "error_ratio_query", crd)
+        shape = (
+            shapes.from_error_ratio(str(query)) if isinstance(query, str) else "the raw SLI has no error_ratio_query"
         )
-    if bad[1] != total[1]:
-        return Refusal(where, f"{service}-{name}", "the error and total queries aggregate by different labels")
-    wrong = [label for label in bad[1] if not LABEL_NAME_OK.match(label)]
-    if wrong:
-        return Refusal(
-            document.position((*key, "sli", "events")), f"{service}-{name}", BY_WRONG.format(escaped(wrong[0]))
-        )
+        sli_key: PathKey = (*key, "sli", "raw")
+    else:
+        events = sli["events"]
+        shape = shapes.from_events(str(_get(events, "error_query", crd)), str(_get(events, "total_query", crd)))
+        sli_key = (*key, "sli", "events")
+    if isinstance(shape, str):
+        return Refusal(document.position(sli_key), f"{service}-{name}", shape)
     objective = slo.get("objective")
     if isinstance(objective, bool) or not isinstance(objective, int | float) or not 0 < objective < 100:
         return Refusal(document.position((*key, "objective")), f"{service}-{name}", "objective must be in (0, 100)")
@@ -100,13 +92,15 @@ def _slo(document: Document, spec: dict[str, Any], slo: dict[str, Any], key: Pat
         f"SLO {name}",
         where=where,
         description=str(slo["description"]) if slo.get("description") else None,
-        by=bad[1] or None,
-        ratio_field="bad",
-        ratio_selector=bad[0],
-        total_selector=total[0],
+        by=shape.by or None,
+        ratio_field=shape.ratio_field,
+        ratio_selector=shape.ratio_selector,
+        total_selector=shape.total_selector,
         target_percent=float(objective),
         period="30d",
         period_note=SLOTH_PERIOD_NOTE,
+        notes=list(shape.notes),
+        shape=shape,
     )
     add_labels(draft, spec.get("labels"), "service")
     add_labels(draft, slo.get("labels"), "SLO")
@@ -116,12 +110,9 @@ def _slo(document: Document, spec: dict[str, Any], slo: dict[str, Any], key: Pat
 
 
 def _sli_refusal(sli: dict[str, Any], crd: bool) -> str | None:
-    """Why an SLI cannot be imported, or None for an events SLI."""
+    """Why an SLI cannot be imported, or None for an events or raw SLI (their queries are read next)."""
     if "raw" in sli:
-        return (
-            "a raw SLI is one error-ratio query; this spec language's ratio SLI names the bad and total counters "
-            "and writes the windows itself, so the query's events cannot be recovered: write the SLI by hand"
-        )
+        return None if isinstance(sli["raw"], dict) else "the raw SLI must be a mapping with error_ratio_query"
     if "plugin" in sli:
         plugin = mapping(sli["plugin"])
         return (
