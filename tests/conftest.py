@@ -187,7 +187,7 @@ def run_cli() -> RunCli:
     return _run_cli
 
 
-TIERS = ("unit", "targets", "engines", "cli", "world", "conformance", "live")
+TIERS = ("unit", "targets", "engines", "cli", "world", "conformance", "live", "lab")
 FAST_TIERS = ("unit", "targets")  # `make test-fast`: nothing but Python runs
 
 

@@ -434,9 +434,41 @@ class Preflight:
         bound = band.maximum if alert.side == "Above" else band.minimum
         if bound is None:
             return None
+        if alert.fleet is not None:
+            return self.judge_fleet(slo, alert, bound)
         beyond = [k for k, v in values.items() if (v > bound if alert.side == "Above" else v < bound)]
         word = "above" if alert.side == "Above" else "below"
         return _verdict(f"{alert.name} ({alert.severity_text}, {word} {go_float(bound)})", beyond, values)
+
+    def judge_fleet(self, slo: SLO, alert: AlertSpec, bound: float) -> Finding | None:
+        """A fleet's critical alerts judge each unit, not the slice's value: the unit ticket fires for a slice
+        with a unit beyond the bound, the page only for a slice with as many units beyond it as the fleet says."""
+        if slo.fleet is None:
+            return None
+        above = alert.side == "Above"
+        expr = exprs.inline_recorded(queries.unit_value(slo.sli, slo.slice, slo.fleet.units), slo)
+        units: dict[tuple[tuple[str, str], ...], int] = {}
+        out: dict[tuple[tuple[str, str], ...], int] = {}
+        for labels, value in self.client.query(expr):
+            key = _slice_key(slo, labels)
+            units[key] = units.get(key, 0) + 1
+            out[key] = out.get(key, 0) + (1 if (value > bound if above else value < bound) else 0)
+        word = "above" if above else "below"
+        if alert.fleet == "unit":
+            firing = [key for key in units if out[key]]
+            rule = f"{alert.name} ({alert.severity_text}, a unit {word} {go_float(bound)})"
+        else:
+            firing = [key for key in units if slo.fleet.pages(units[key], out[key])]
+            rule = f"{alert.name} ({alert.severity_text}, {slo.fleet.describe()} {word} {go_float(bound)})"
+        counts = {key: f"{out[key]} of {units[key]} unit(s) {word} {go_float(bound)}" for key in units}
+        if not firing:
+            worst = max(units, key=lambda key: out[key], default=None)
+            peak = f"; {_show_key(worst)}: {counts[worst]}" if worst is not None else ""
+            return Finding("now", "ok", rule, f"quiet now{peak}", {"firing": []})
+        shown = "; ".join(f"{_show_key(key)}: {counts[key]}" for key in sorted(firing)[:SHOWN_VALUES])
+        more = f" and {len(firing) - SHOWN_VALUES} more" if len(firing) > SHOWN_VALUES else ""
+        message = f"would fire now (after its for) for {len(firing)} slice(s): {shown}{more}"
+        return Finding("now", "note", rule, message, {"firing": [dict(key) for key in sorted(firing)]})
 
 
 def _edge_value(text: str) -> float:

@@ -1,0 +1,362 @@
+"""The lab (issue 25): real components with real faults, on loopback, started and stopped by the tests.
+
+A 3-member etcd 3.4 cluster (Debian's etcd-server) under a small client load, node_exporter 1.5
+with its default collectors, Prometheus 2.42 scraping them every second with kube-prometheus-stack's
+job names and labels (static scrape configs), loading the library's generated rule files for the
+specs these components feed, and Alertmanager 0.25 with the generated configuration, every
+receiver pointed at a local webhook sink.
+
+What is shortened, and why (the lab must run in about a minute, not in hours):
+- scrapes every 1 s, rule groups every 2 s instead of 1m (the rules' windows are kept as written);
+- every alert's ``for`` is ``FOR`` (NoData alerts: ``NO_DATA_FOR``, longer than the lab's first
+  scrapes) and ``keep_firing_for`` dropped, so a fault raises its alert in seconds; the healthy
+  check reads pending alerts too, so it does not depend on ``for``;
+- Alertmanager's group_wait/group_interval are 1 s/2 s (the routes, matchers and inhibitions are the
+  generated ones), and every receiver is one webhook named after it, sending resolved notifications;
+- etcd's heartbeat and election timeout are 250 ms/2.5 s (etcd's defaults are 100 ms/1 s): the lab shares
+  two loaded cores with another test suite, and a stalled member there is not the fault under test.
+
+Every process has its own free port and temp dir and is stopped by PID however the tests end.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests import servers
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+GENERATED = REPO_ROOT / "generated"
+CLUSTER = "lab"
+FOR = "4s"
+NO_DATA_FOR = "20s"
+ETCD_JOB = "kube-etcd"  # kube-prometheus-stack 88.5.3 (compiler/model/stacks.py)
+NODE_JOB = "node-exporter"
+
+# The specs these components feed: every generated rule file that selects their jobs.
+ETCD_SPECS = (
+    "etcd-backend-commit-latency",
+    "etcd-db-fragmentation",
+    "etcd-db-growth",
+    "etcd-db-quota",
+    "etcd-grpc-failures",
+    "etcd-leader",
+    "etcd-leader-changes",
+    "etcd-member-availability",
+    "etcd-peer-latency",
+    "etcd-proposal-failures",
+    "etcd-wal-fsync-latency",
+)
+NODE_SPECS = (
+    "arp-neighbor-table",
+    "conntrack-exhaustion",
+    "nic-drop-budget",
+    "nic-error-budget",
+    "node-clock-skew",
+    "node-clock-sync",
+    "node-filesystem-space",
+)
+LAB_SPECS = ETCD_SPECS + NODE_SPECS
+
+
+def etcd_available() -> bool:
+    return all(
+        shutil.which(tool) for tool in ("etcd", "prometheus-node-exporter", "prometheus", "prometheus-alertmanager")
+    )
+
+
+@dataclass
+class Member:
+    name: str
+    client_port: int
+    peer_port: int
+    metrics_port: int
+    data_dir: Path
+    log: Path
+    initial_cluster: str
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def client_url(self) -> str:
+        return f"http://127.0.0.1:{self.client_port}"
+
+    @property
+    def instance(self) -> str:
+        return f"127.0.0.1:{self.metrics_port}"
+
+    def args(self) -> list[str]:
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        return [
+            "etcd",
+            f"--name={self.name}",
+            f"--data-dir={self.data_dir}",
+            f"--listen-client-urls={self.client_url}",
+            f"--advertise-client-urls={self.client_url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--listen-metrics-urls=http://127.0.0.1:{self.metrics_port}",
+            f"--initial-cluster={self.initial_cluster}",
+            "--initial-cluster-state=new",
+            "--initial-cluster-token=slo-compiler-lab",
+            "--heartbeat-interval=250",
+            "--election-timeout=2500",
+            "--logger=zap",
+        ]
+
+    def start(self) -> None:
+        with self.log.open("ab") as sink:
+            self.proc = subprocess.Popen(self.args(), stdout=sink, stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        """Terminate the member by its PID (then kill it if it does not go)."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def healthy(self) -> bool:
+        with urllib.request.urlopen(f"{self.client_url}/health", timeout=2) as response:
+            return bool(json.loads(response.read()).get("health") == "true")
+
+    def is_leader(self) -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=2) as response:
+            return b"\netcd_server_is_leader 1" in response.read()
+
+
+@dataclass
+class Load:
+    """A small client: a put and a range read every 50 ms through the v3 gRPC gateway, on a live member."""
+
+    members: list[Member]
+    stop: threading.Event = field(default_factory=threading.Event)
+    writes: int = 0
+    errors: int = 0
+
+    def _post(self, member: Member, path: str, body: dict[str, str]) -> None:
+        request = urllib.request.Request(
+            f"{member.client_url}{path}", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=2) as response:
+            response.read()
+
+    def run(self) -> None:
+        n = 0
+        while not self.stop.wait(0.05):
+            live = [m for m in self.members if m.running()]
+            if not live:
+                continue
+            member = live[n % len(live)]
+            key = base64.b64encode(f"lab/key-{n % 100}".encode()).decode()
+            value = base64.b64encode(f"value {n}".encode()).decode()
+            try:
+                self._post(member, "/v3/kv/put", {"key": key, "value": value})
+                self._post(member, "/v3/kv/range", {"key": key})
+                self.writes += 1
+            except (OSError, urllib.error.URLError):
+                self.errors += 1
+            n += 1
+
+
+@dataclass
+class Lab:
+    workdir: Path
+    members: list[Member]
+    prometheus: servers.Prometheus
+    alertmanager: servers.Alertmanager
+    sink: servers.Webhook
+    load: Load
+    node_exporter: str
+
+    def lab_alerts(self, severities: str = "page|ticket") -> list[dict[str, str]]:
+        """Pending and firing alerts of the lab-fed specs at these severities, as label sets."""
+        expr = f'ALERTS{{severity=~"{severities}", slo=~"{"|".join(LAB_SPECS)}"}}'
+        return [series["metric"] for series in self.prometheus.query(expr)]
+
+
+def lab_rules(workdir: Path) -> list[Path]:
+    """The generated rule files of the lab-fed specs, groups every 2s, ``for`` capped at FOR."""
+    paths = []
+    for name in LAB_SPECS:
+        document = yaml.safe_load((GENERATED / "prometheus" / "rules" / f"{name}.rules.yaml").read_text())
+        for group in document["groups"]:
+            group["interval"] = "2s"
+            for rule in group["rules"]:
+                if "for" in rule:
+                    # NoData (absent) alerts wait out the lab's first scrapes, as their 15m waits out a restart.
+                    rule["for"] = NO_DATA_FOR if "absent(" in rule["expr"] else FOR
+                rule.pop("keep_firing_for", None)
+        path = workdir / "rules" / f"{name}.rules.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def lab_alertmanager_config(workdir: Path, hook_port: int) -> Path:
+    """The generated Alertmanager config, every receiver one webhook named after it, timers in seconds."""
+    config = yaml.safe_load((GENERATED / "alertmanager" / "alertmanager.yaml").read_text())
+    for receiver in config["receivers"]:
+        name = receiver["name"]
+        for key in [k for k in receiver if k.endswith("_configs")]:
+            del receiver[key]
+        receiver["webhook_configs"] = [{"url": f"http://127.0.0.1:{hook_port}/{name}", "send_resolved": True}]
+
+    def speed_up(route: dict[str, Any]) -> None:
+        for key, value in (("group_wait", "1s"), ("group_interval", "2s"), ("repeat_interval", "1h")):
+            if key in route or route is config["route"]:
+                route[key] = value
+        for child in route.get("routes", []):
+            speed_up(child)
+
+    speed_up(config["route"])
+    config.get("global", {}).pop("smtp_auth_password_file", None)
+    (workdir / "templates").mkdir(exist_ok=True)
+    for template in (GENERATED / "alertmanager" / "templates").glob("*.tmpl"):
+        (workdir / "templates" / template.name).write_text(template.read_text())
+    path = workdir / "alertmanager.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def scrape_configs(members: list[Member], node_exporter_port: int) -> list[dict[str, Any]]:
+    """Static scrape configs with the job names and target labels kube-prometheus-stack's ServiceMonitors give."""
+    etcd_targets = [
+        {
+            "targets": [m.instance],
+            "labels": {
+                "cluster": CLUSTER,
+                "namespace": "kube-system",
+                "service": "kube-prometheus-stack-kube-etcd",
+                "endpoint": "http-metrics",
+                "pod": f"etcd-{m.name}",
+            },
+        }
+        for m in members
+    ]
+    node_targets = [
+        {
+            "targets": [f"127.0.0.1:{node_exporter_port}"],
+            "labels": {
+                "cluster": CLUSTER,
+                "namespace": "monitoring",
+                "service": "kube-prometheus-stack-prometheus-node-exporter",
+                "endpoint": "http-metrics",
+                "container": "node-exporter",
+                "pod": "kube-prometheus-stack-prometheus-node-exporter-lab",
+            },
+        }
+    ]
+    return [
+        {"job_name": ETCD_JOB, "scrape_interval": "1s", "scrape_timeout": "1s", "static_configs": etcd_targets},
+        {"job_name": NODE_JOB, "scrape_interval": "1s", "scrape_timeout": "1s", "static_configs": node_targets},
+    ]
+
+
+@contextmanager
+def prometheus(
+    workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]]
+) -> Iterator[servers.Prometheus]:
+    port = servers.free_port()
+    config: dict[str, Any] = {
+        "global": {"evaluation_interval": "2s", "scrape_interval": "1s"},
+        "rule_files": [str(path) for path in rules],
+        "scrape_configs": scrapes,
+        "alerting": {"alertmanagers": [{"static_configs": [{"targets": [f"127.0.0.1:{am_port}"]}]}]},
+    }
+    (workdir / "prometheus.yml").write_text(json.dumps(config), encoding="utf-8")
+    args = [
+        "prometheus",
+        f"--config.file={workdir / 'prometheus.yml'}",
+        f"--storage.tsdb.path={workdir / 'tsdb'}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--rules.alert.resend-delay=1s",
+        "--rules.alert.for-grace-period=1s",
+    ]
+    with servers.serving(args, port, workdir / "prometheus.log") as url:
+        yield servers.Prometheus(url)
+
+
+@contextmanager
+def etcd_cluster(workdir: Path) -> Iterator[list[Member]]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    names = ["member-0", "member-1", "member-2"]
+    ports = [(servers.free_port(), servers.free_port(), servers.free_port()) for _ in names]
+    initial = ",".join(f"{name}=http://127.0.0.1:{peer}" for name, (_, peer, _) in zip(names, ports, strict=True))
+    members = [
+        Member(name, client, peer, metrics, workdir / name, workdir / f"{name}.log", initial)
+        for name, (client, peer, metrics) in zip(names, ports, strict=True)
+    ]
+    try:
+        for member in members:
+            member.start()
+        if not servers.wait_until(lambda: all(m.healthy() for m in members), 30):
+            raise RuntimeError("\n".join(m.log.read_text(errors="replace")[-1500:] for m in members))
+        yield members
+    finally:
+        for member in members:
+            member.stop()
+
+
+@contextmanager
+def load_on(members: list[Member]) -> Iterator[Load]:
+    load = Load(members)
+    thread = threading.Thread(target=load.run, daemon=True)
+    thread.start()
+    try:
+        yield load
+    finally:
+        load.stop.set()
+        thread.join(timeout=5)
+
+
+@contextmanager
+def node_exporter(workdir: Path) -> Iterator[tuple[str, int]]:
+    port = servers.free_port()
+    # The default collectors, plus the sysctl that arp-neighbor-table reads (its spec's assumption on the deployment).
+    args = [
+        "prometheus-node-exporter",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--collector.sysctl",
+        "--collector.sysctl.include=net.ipv4.neigh.default.gc_thresh3",
+    ]
+    with servers.process(args, workdir / "node-exporter.log") as proc:
+        url = f"http://127.0.0.1:{port}"
+        ready = servers.wait_until(lambda: urllib.request.urlopen(f"{url}/metrics", timeout=2).status == 200, 20)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError((workdir / "node-exporter.log").read_text(errors="replace")[-3000:])
+        yield url, port
+
+
+@contextmanager
+def running(workdir: Path) -> Iterator[Lab]:
+    with ExitStack() as stack:
+        members = stack.enter_context(etcd_cluster(workdir / "etcd"))
+        load = stack.enter_context(load_on(members))
+        exporter_url, exporter_port = stack.enter_context(node_exporter(workdir))
+        sink = stack.enter_context(servers.webhook())
+        am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port)))
+        prom = stack.enter_context(
+            prometheus(workdir, lab_rules(workdir), am.port, scrape_configs(members, exporter_port))
+        )
+        yield Lab(workdir, members, prom, am, sink, load, exporter_url)
