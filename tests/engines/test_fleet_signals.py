@@ -49,6 +49,10 @@ FLEET_SPECS = (
     "node-clock-skew",
     "kubelet-certificate-expiry",
     "kube-proxy-rules-staleness",
+    # issue 27 item 3: inodes, the file table and OOM kills per node (OOM kills: the count alert is a ticket)
+    "node-filesystem-inodes",
+    "node-file-descriptors",
+    "node-oom-kills",
 )
 
 FLEET_SPEC = """\
