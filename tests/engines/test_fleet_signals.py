@@ -49,6 +49,10 @@ FLEET_SPECS = (
     "node-clock-skew",
     "kubelet-certificate-expiry",
     "kube-proxy-rules-staleness",
+    # issue 27 item 3: inodes, the file table and OOM kills per node (OOM kills: the count alert is a ticket)
+    "node-filesystem-inodes",
+    "node-file-descriptors",
+    "node-oom-kills",
 )
 
 FLEET_SPEC = """\
@@ -221,6 +225,35 @@ def test_generated_fleet_cases_are_written(name: str) -> None:
     assert any(": one unit out" in title and "no page" in title for title in fleet), fleet
     assert any("pages at" in title for title in fleet), fleet
     assert any("no page" in title and "one short of" in title for title in fleet), fleet
+
+
+RATE_FLEET = (
+    "sli:\n  gauge:\n    expr: 'max by (cluster) (node_nf_conntrack_entries / node_nf_conntrack_entries_limit)'\n"
+    "    aggregate: max\nunit: ratio\nnormal_range:\n  max: 0.75\ncritical_range:\n  max: 0.9\n",
+    "sli:\n  gauge:\n    expr: 'sum by (cluster) (rate(node_vmstat_oom_kill[5m]))'\n"
+    "    aggregate: avg\nunit: per_second\nnormal_range:\n  max: 0.002\ncritical_range:\n  max: 0.01\n  for: 15m\n",
+)
+
+
+def test_fleet_cases_of_a_rate_gauge_wait_for_the_whole_rate_window(tmp_path: Path, run_cli: RunCli) -> None:
+    """A rate() fed from minute 0 reads a fifth of its input at minute 1 (rate divides by the whole 5m):
+    a unit 1.5x over the bound crosses it at minute 4, not 1. The generated fleet cases of such a spec
+    (node-oom-kills) asserted its ticket firing at 1m + for; they must pass promtool as generated."""
+    spec_dir = tmp_path / "specs"
+    (spec_dir / "nodes").mkdir(parents=True)
+    (spec_dir / "owners.yaml").write_text(OWNERS_YAML, encoding="utf-8")
+    (spec_dir / "project.yaml").write_text(PROJECT_YAML, encoding="utf-8")
+    old, new = RATE_FLEET
+    text = FLEET_SPEC.format(name="oom-kills")
+    assert old in text
+    (spec_dir / "nodes" / "oom-kills.yaml").write_text(text.replace(old, new), encoding="utf-8")
+    code, _, stderr = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0, stderr
+    test_file = tmp_path / "out" / "prometheus" / "tests" / "oom-kills.test.yaml"
+    titles = [test["name"] for test in yaml.safe_load(test_file.read_text(encoding="utf-8"))["tests"]]
+    assert any("(fleet): one unit out" in title for title in titles), titles
+    result = _promtool(test_file)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def _mutated(tmp_path: Path, name: str, old: str, new: str) -> Path:

@@ -233,4 +233,151 @@ BAD_NIC = Incident(
     on=(("kube-prometheus-stack", _bad_nic(_NIC_ADDRESS)), ("kube-prometheus", _bad_nic(BAD_NIC_NODE))),
 )
 
-INCIDENTS = (HUNG_PLEG, APISERVER_5XX, POOL_20PCT_NOTREADY, POOL_DELETED, ONE_NOTREADY_IN_SMALL_POOL, BAD_NIC)
+
+def _node_ticket(
+    team: str, by_minute: int, alertname: str, node: str, address: str, premises: tuple[tuple[str, int, float], ...]
+) -> tuple[Expectations, tuple[tuple[str, Expectations], ...]]:
+    """A per-node ticket naming node-exporter's ``instance`` (the address on the chart, the node name on
+    kube-prometheus).
+
+    Returns the common expectations and those per stack.
+    """
+
+    def expect(instance: str) -> Expectations:
+        return Expectations(
+            quiet_from=0,
+            fires=(
+                Fires(
+                    team,
+                    by_minute,
+                    alertname=alertname,
+                    severity="ticket",
+                    matchers=(("cluster", "prod-east"), ("instance", instance)),
+                ),
+            ),
+            pages_only=_pages_only(),
+            premises=premises,
+        )
+
+    return expect(address), (("kube-prometheus-stack", expect(address)), ("kube-prometheus", expect(node)))
+
+
+INODES_NODE, _INODES_ADDRESS = _node("gpu-train", "a", 16), "10.1.1.26:9100"
+_INODES_EXPECT, _INODES_ON = _node_ticket(
+    "platform-nodes",
+    START + 32,
+    "NodeFilesystemInodesUnitBelowCriticalRange",
+    INODES_NODE,
+    _INODES_ADDRESS,
+    (
+        (
+            f'round(min(node_filesystem_files_free{{mountpoint="/var/lib/containerd",instance=~"{_INODES_ADDRESS}|{INODES_NODE}"}}'
+            f" / node_filesystem_files), 0.001)",
+            START + 10,
+            0.04,
+        ),
+    ),
+)
+# Free inodes fall to 4% at START: the per-node ticket pends at once and fires after its 30m.
+INODES_FULL = Incident(
+    "inodes-full",
+    "A data-loader unpacks tens of millions of small files onto one GPU node's containerd filesystem: 4% of its "
+    "inodes stay free while df still shows most of the space free.",
+    _base(START + 32).with_node_faults({INODES_NODE: (Fault("inodes-full", START, ratio=0.04),)}),
+    _INODES_EXPECT,
+    on=_INODES_ON,
+)
+
+FILEFD_NODE, _FILEFD_ADDRESS = _node("infra", "a", 6), "10.1.11.16:9100"
+_FILEFD_EXPECT, _FILEFD_ON = _node_ticket(
+    "platform-nodes",
+    START + 17,
+    "NodeFileDescriptorsUnitAboveCriticalRange",
+    FILEFD_NODE,
+    _FILEFD_ADDRESS,
+    (
+        (
+            f'round(max(node_filefd_allocated{{instance=~"{_FILEFD_ADDRESS}|{FILEFD_NODE}"}}'
+            f" / node_filefd_maximum), 0.001)",
+            START + 10,
+            0.9,
+        ),
+    ),
+)
+# The infra image sets fs.file-max to 1,048,576; a leaking agent holds 90% of it from START: the ticket fires after 15m.
+FILEFD_LEAK = Incident(
+    "filefd-leak",
+    "A log shipper on one infra node leaks a descriptor per rotated file until 90% of fs.file-max is allocated.",
+    _base(START + 17).with_node_faults({FILEFD_NODE: (Fault("filefd-leak", START, ratio=0.9),)}),
+    _FILEFD_EXPECT,
+    on=_FILEFD_ON,
+)
+
+OOM_NODE, _OOM_ADDRESS = _node("gpu-train", "b", 5), "10.1.2.15:9100"
+_OOM_EXPECT, _OOM_ON = _node_ticket(
+    "platform-nodes",
+    START + 20,
+    "NodeOOMKillsUnitAboveCriticalRange",
+    OOM_NODE,
+    _OOM_ADDRESS,
+    (
+        (
+            f'round(sum(rate(node_vmstat_oom_kill{{instance=~"{_OOM_ADDRESS}|{OOM_NODE}"}}[5m])), 0.001)',
+            START + 10,
+            0.05,
+        ),
+    ),
+)
+# A pod without a memory limit: the kernel kills every 20 s from START; the 5m rate passes 0.01/s within two
+# minutes, and the shadow ticket fires 15 minutes later.
+OOM_KILLS = Incident(
+    "oom-kills",
+    "A pod without a memory limit takes one GPU node out of memory: the kernel OOM-kills a process every 20 seconds.",
+    _base(START + 20).with_node_faults({OOM_NODE: (Fault("oom-kills", START, ratio=0.05),)}),
+    _OOM_EXPECT,
+    on=_OOM_ON,
+)
+
+
+def _reload_failed(job: str) -> Expectations:
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-observability",
+                START + 12,
+                alertname="MonitoringConfigReloadBelowNormalRange",
+                severity="ticket",
+                matchers=(("cluster", "prod-east"), ("job", job)),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=((f'max(prometheus_config_last_reload_successful{{cluster="prod-east",job="{job}"}})', START + 2, 0),),
+    )
+
+
+# A PrometheusRule with a PromQL syntax error: every Prometheus replica of prod-east refuses the reload from START
+# and keeps running on its old rules; the ticket fires after 10m. The job is the Prometheus Service's name.
+PROMETHEUS_RELOAD_FAILED = Incident(
+    "prometheus-reload-failed",
+    "A rule file Prometheus refuses is applied in prod-east: every replica's last configuration reload fails.",
+    _base(START + 12).with_cluster_faults({"prod-east": (Fault("prometheus-reload-failed", START),)}),
+    _reload_failed("kube-prometheus-stack-prometheus"),
+    on=(
+        ("kube-prometheus-stack", _reload_failed("kube-prometheus-stack-prometheus")),
+        ("kube-prometheus", _reload_failed("prometheus-k8s")),
+    ),
+)
+
+INCIDENTS = (
+    HUNG_PLEG,
+    APISERVER_5XX,
+    POOL_20PCT_NOTREADY,
+    POOL_DELETED,
+    ONE_NOTREADY_IN_SMALL_POOL,
+    BAD_NIC,
+    INODES_FULL,
+    FILEFD_LEAK,
+    OOM_KILLS,
+    PROMETHEUS_RELOAD_FAILED,
+)

@@ -20,7 +20,11 @@ as Prometheus v2.42.0 and Alertmanager v0.27.0 create them:
 - per Alertmanager: ``alertmanager_notifications_total{integration}`` for its 13 built-in
   integrations and ``alertmanager_notifications_failed_total{integration,reason}`` for each
   of the 5 reasons, created at start (``notify/notify.go``, ``InitializeFor``). Only the first
-  peer of an HA cluster sends, so only replica 0 counts notifications.
+  peer of an HA cluster sends, so only replica 0 counts notifications;
+- ``prometheus_config_last_reload_successful`` (``cmd/prometheus/main.go``) and
+  ``alertmanager_config_last_reload_successful`` (``config/coordinator.go``), gauges without labels
+  of their own: 1 on every replica, 0 on each Prometheus of a cluster with the fault
+  ``prometheus-reload-failed`` (a rule file it refuses), from the fault's start.
 
 The sample counts are magnitudes (a kubelet's cAdvisor endpoint exposes a few thousand
 samples), not measurements; they wander by a percent in 10-minute steps as pods come and go.
@@ -34,7 +38,7 @@ from dataclasses import dataclass
 
 from tests.world.stack import StackView
 from tests.world.timeline import STEP_S, Series, const, counter, gauge, series
-from tests.world.topology import Cluster, World
+from tests.world.topology import Cluster, World, minute_of
 
 NAMESPACE = "monitoring"
 BLOCK = 20  # samples (10 minutes) a target's sample count holds before it moves
@@ -265,9 +269,14 @@ def _prometheus(
 ) -> list[Series]:
     base, count = _web(cluster, stack, deployment, "prometheus", replica), world.samples
     uptime = 86400.0 * 9  # the replica started nine days ago
+
+    def reloaded(i: int) -> float:
+        return 0.0 if world.cluster_fault(cluster.name, "prometheus-reload-failed", minute_of(i)) else 1.0
+
     out = [
         series("prometheus_tsdb_head_series", base, head),
         series("prometheus_target_scrapes_exceeded_sample_limit_total", base, gauge(const(0.0), count)),
+        series("prometheus_config_last_reload_successful", base, gauge(reloaded, count)),
     ]
     for peer in range(deployment.alertmanager_replicas):
         address = _web(cluster, stack, deployment, "alertmanager", peer)["instance"]
@@ -307,7 +316,7 @@ def _alertmanager(
     world: World, cluster: Cluster, stack: StackView, deployment: Deployment, replica: int
 ) -> list[Series]:
     base, count = _web(cluster, stack, deployment, "alertmanager", replica), world.samples
-    out = []
+    out = [series("alertmanager_config_last_reload_successful", base, gauge(const(1.0), count))]
     for integration in INTEGRATIONS:
         labels = {**base, "integration": integration}
         rate = NOTIFYING.get(integration, 0.0) if replica == 0 else 0.0

@@ -1,4 +1,4 @@
-"""node-exporter's clock and filesystem series for each node.
+"""node-exporter's clock, filesystem, file-table and OOM-kill series for each node.
 
 Verified in prometheus/node_exporter (collector/timex.go and collector/filesystem_common.go at
 v1.8.2-v1.12.1): ``node_timex_offset_seconds``, ``node_timex_sync_status`` and
@@ -9,6 +9,18 @@ pod volumes and the ``overlay``/``squashfs`` types by flag, so a node reports it
 filesystem, the EFI partition, ``/run`` (tmpfs) and, on GPU nodes, the local NVMe RAID that
 holds containerd's images. Every series is a gauge the exporter computes at each scrape: a
 rebooting node has none (scrape failed), and they come back with the node.
+
+Inodes (``node_filesystem_files`` and ``_files_free``, collector/filesystem_common.go:121 and :127
+at v1.12.1): XFS sizes its inode space as a share of the filesystem (imaxpct: 25% under 1 TiB,
+5% above) in 512-byte inodes, so a 200 GiB root has about 105 million and the NVMe RAID 375
+million, nearly all free; vfat reports none (0 and 0). File table (``node_filefd_allocated`` and
+``node_filefd_maximum``, collector/filefd_linux.go:86 and :88): tens of thousands of handles;
+systemd raised fs.file-max to LONG_MAX on the GPU nodes, the infra pool's image sets it to
+1,048,576. OOM kills (``node_vmstat_oom_kill``, collector/vmstat_linux.go:36 and :77): a counter
+from boot, restarting at 0 after a reboot; one node in seven sees a container OOM-killed by its
+own limit about once an hour. Faults: ``inodes-full`` (the containerd filesystem's free inode
+share falls to ``ratio``), ``filefd-leak`` (allocated handles at ``ratio`` of fs.file-max),
+``oom-kills`` (``ratio`` kills per second).
 """
 
 from __future__ import annotations
@@ -19,8 +31,8 @@ from collections.abc import Callable
 
 from tests.world.nodes import _scraped
 from tests.world.stack import StackView
-from tests.world.timeline import Series, gauge, series
-from tests.world.topology import Cluster, Node, World
+from tests.world.timeline import Series, counter, gauge, series
+from tests.world.topology import Cluster, Node, World, minute_of
 
 GIB = 1024.0**3
 
@@ -39,11 +51,12 @@ def _base(node: Node, stack: StackView) -> dict[str, str]:
 
 
 def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
-    """Clock and filesystem series of every node of the cluster."""
+    """Clock, filesystem, file-table and OOM-kill series of every node of the cluster."""
     out: list[Series] = []
     for node in world.nodes(cluster):
         base = _base(node, stack)
         out += _timex(world, node, base) + _filesystems(world, node, base)
+        out += _filefd(world, node, base) + _oom_kills(world, node, base)
     return out
 
 
@@ -108,4 +121,71 @@ def _filesystems(world: World, node: Node, base: dict[str, str]) -> list[Series]
         out.append(series("node_filesystem_avail_bytes", labels, gauge(free, count)))
         out.append(series("node_filesystem_readonly", labels, gauge(present(0.0), count)))
         out.append(series("node_filesystem_device_error", labels, gauge(present(0.0), count)))
+        out += _inodes(world, node, labels, fstype, size_gib, mountpoint)
     return out
+
+
+def _inodes(
+    world: World, node: Node, labels: dict[str, str], fstype: str, size_gib: float, mountpoint: str
+) -> list[Series]:
+    """Inodes of one filesystem: XFS's inode space is imaxpct of its size in 512-byte inodes."""
+    scraped, count, seed = _scraped(world, node), world.samples, _seed(node)
+    if fstype == "vfat":
+        files, used = 0.0, 0.0
+    elif fstype == "tmpfs":
+        files, used = float(round(size_gib * GIB / 4096 / 2)), 1200.0
+    else:
+        files = float(round(size_gib * GIB * (0.25 if size_gib < 1024 else 0.05) / 512))
+        used = (2.5e6 if mountpoint == "/var/lib/containerd" else 3.1e5) * (1 + (seed % 17) / 10)
+
+    def free(i: int) -> float | None:
+        if not scraped(i):
+            return None
+        fault = world.node_fault(node, "inodes-full", minute_of(i)) if mountpoint == "/var/lib/containerd" else None
+        if fault is not None:
+            return float(round(files * fault.ratio))
+        return files - round(used * (1 + 0.01 * math.sin(i / 60 + seed % 5)))
+
+    total = gauge(lambda i: files if scraped(i) else None, count)
+    return [
+        series("node_filesystem_files", labels, total),
+        series("node_filesystem_files_free", labels, gauge(free, count)),
+    ]
+
+
+LONG_MAX = float(2**63 - 1)
+
+
+def _filefd(world: World, node: Node, base: dict[str, str]) -> list[Series]:
+    """/proc/sys/fs/file-nr: handles in use wander with the pods; fs.file-max as the node image sets it."""
+    scraped, count, seed = _scraped(world, node), world.samples, _seed(node)
+    maximum = 1048576.0 if node.pool == "infra" else LONG_MAX
+    usual = 9000.0 + (seed % 29) * 1000
+
+    def allocated(i: int) -> float | None:
+        if not scraped(i):
+            return None
+        fault = world.node_fault(node, "filefd-leak", minute_of(i))
+        if fault is not None:
+            return float(round(maximum * fault.ratio))
+        return float(round(usual * (1 + 0.05 * math.sin(i / 23 + seed % 3))))
+
+    return [
+        series("node_filefd_allocated", base, gauge(allocated, count)),
+        series("node_filefd_maximum", base, gauge(lambda i: maximum if scraped(i) else None, count)),
+    ]
+
+
+def _oom_kills(world: World, node: Node, base: dict[str, str]) -> list[Series]:
+    """Kills since boot: about one an hour on one node in seven (a container at its limit), more in a fault."""
+    scraped, count, seed = _scraped(world, node), world.samples, _seed(node)
+    usual = 1 / 3600 if seed % 7 == 0 else 0.0
+
+    def rate(i: int) -> float | None:
+        if not scraped(i):
+            return None
+        fault = world.node_fault(node, "oom-kills", minute_of(i))
+        return fault.ratio if fault is not None else usual
+
+    kills = counter(rate, count, start=float(seed % 4))
+    return [series("node_vmstat_oom_kill", base, [None if v is None else float(int(v)) for v in kills])]

@@ -1,17 +1,19 @@
 """Incidents against the world: each fault reaches the right team by its deadline, nothing else pages.
 
-Each data set is the healthy fleet (its deployments included) of ``tests/world/test_world_day_one.py`` with one
-fault injected at minute 60 (see ``tests/world/incidents.py``): a hung PLEG, apiserver 5xx
-at 5%, 20% of a pool unreachable, a pool's nodes deleted, one NotReady node in a 10-node
-pool, one bad NIC. On each stack (kube-prometheus-stack, the one the library ships for, and
-kube-prometheus, with the series as that stack delivers them and the library compiled for it),
-promtool runs the library's rule files that can change the verdict over the raw series they read
-(``judged_rules``: every file with a live page, and the expected alerts' files; less the files that
-read only series the fault leaves as they are on day one, which day one judges: ``cannot_change``,
-``tests/world/untouched.py``; an incident is day one's fleet, its rebooting node included, plus
-one fault) and asserts, through
-``ALERTS``, the alert, its ``team`` label, its slice and the minute it fires by, and that no
-other alert of severity page (and not in shadow) is pending or firing at any minute.
+Each data set is the healthy fleet (its deployments included) of
+``tests/world/test_world_day_one.py`` with one fault injected at minute 60 (see
+``tests/world/incidents.py``): a hung PLEG, apiserver 5xx at 5%, 20% of a pool unreachable, a pool's
+nodes deleted, one NotReady node in a 10-node pool, one bad NIC, one node out of inodes, one node's
+file table at 90%, one node OOM-killing every 20 s, a Prometheus refusing its configuration reload.
+On each stack (kube-prometheus-stack, the one the library ships for, and kube-prometheus, with the
+series as that stack delivers them and the library compiled for it), promtool runs the library's
+rule files that can change the verdict over the raw series they read (``judged_rules``: every file
+with a live page, and the expected alerts' files; less the files that read only series the fault
+leaves as they are on day one, which day one judges: ``cannot_change``,
+``tests/world/untouched.py``; an incident is day one's fleet, its rebooting node included, plus one
+fault) and asserts, through ``ALERTS``, the alert, its ``team`` label, its slice and the minute it
+fires by, and that no other alert of severity page (and not in shadow) is pending or firing at any
+minute.
 
 Every incident also checks its data (``premises``: raw-series queries, e.g. 1% of the bad
 node's packets errored). The incidents whose feature is still being built (``Incident.missing``)

@@ -64,8 +64,11 @@ class Fault:
     relist loop stops; the kubelet reports NotReady 3 minutes later), ``nic-errors``
     (``ratio`` of received packets errored), ``deleted`` (the Node object and its targets are
     gone), ``joins`` (the node does not exist until ``end``: the cluster-autoscaler adds it then;
-    it reports Ready false for its first ``JOIN_NOT_READY_MIN`` minutes). Cluster kind:
-    ``apiserver-5xx`` (``ratio`` of every request class answers 500).
+    it reports Ready false for its first ``JOIN_NOT_READY_MIN`` minutes), ``inodes-full`` (the
+    containerd filesystem's free inode share falls to ``ratio``), ``filefd-leak`` (allocated file
+    handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second).
+    Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
+    ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed).
     """
 
     kind: str

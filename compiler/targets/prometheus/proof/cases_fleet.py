@@ -28,6 +28,7 @@ from compiler.targets.prometheus.proof.context import ALL_BAD, NONE_BAD, SpecCon
 from compiler.targets.prometheus.proof.group import Group, duration_text, selector
 from compiler.targets.prometheus.proof.inputs import InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import Timeline
+from compiler.targets.prometheus.proof.timing import steady_minute
 
 MAX_UNITS = 120  # a case needing a bigger slice (a tiny share) is left out: its input would dwarf the file
 HELD_PAST_FIRING_MIN = 2  # the out units stay out this long after the alerts fire
@@ -145,8 +146,11 @@ def _group(
     bounded = ctx.events or ctx.slo.unit == "ratio"
     out_value = ALL_BAD if isinstance(ctx.slo.sli, StateSLI) else _out_value(first, band, above, bounded)
     calm = NONE_BAD if isinstance(ctx.slo.sli, StateSLI) else ctx.calm_value()
-    fires = first.onset + minutes(band.for_ms)
-    unit_fires = first.onset + minutes(unit.for_ms)
+    # A rate() gauge fed from minute 0 reads part of its window until the window is whole (steady): the
+    # out value may cross the bound only then, so the alerts fire ``for`` after it, and pend from there.
+    crossed = steady_minute(first) if first.ramps else first.onset
+    fires = crossed + minutes(band.for_ms)
+    unit_fires = crossed + minutes(unit.for_ms)
     back = max(fires, unit_fires) + HELD_PAST_FIRING_MIN
     cleared = back + first.settle + minutes(band.keep_firing_for_ms) + CLEARED_MARGIN_MIN
     end = cleared + QUIET_TAIL_MIN
@@ -163,13 +167,13 @@ def _group(
     for index, inputs in enumerate(units):
         group.extra_series.extend(inputs.input_series({"a": out if index < case.out else quiet}))
     out_labels = [units[index].alert_labels("a") for index in range(case.out)]
-    if unit_fires > first.onset:
-        _states(group, unit, unit_fires - 1, "pending", out_labels)
+    if unit_fires > crossed:
+        _states(group, unit, _pending_minute(first, crossed, unit_fires), "pending", out_labels)
     _states(group, unit, unit_fires, "firing", out_labels)
     _exactly(ctx, group, unit, unit_fires, out_value, out_labels)
     if pages:
-        if fires > first.onset:
-            _states(group, page, fires - 1, "pending", [ctx.slice_a])
+        if fires > crossed:
+            _states(group, page, _pending_minute(first, crossed, fires), "pending", [ctx.slice_a])
         _states(group, page, fires, "firing", [ctx.slice_a])
         _exactly(ctx, group, page, fires, float(case.out), [ctx.slice_a])
     else:
@@ -177,6 +181,12 @@ def _group(
     nothing_until(group, end, {"alertname": unit.name}, since=cleared)
     nothing_until(group, end, {"alertname": page.name}, since=cleared)
     return group
+
+
+def _pending_minute(inputs: Inputs, crossed: int, fires: int) -> int:
+    """A minute the alert is surely pending: the one before it fires, or, while a rate window fills (the
+    crossing may come before the window is whole, so the alert may fire before ``fires``), ``crossed``."""
+    return crossed if inputs.ramps else fires - 1
 
 
 def _exactly(
