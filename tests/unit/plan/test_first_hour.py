@@ -1,0 +1,48 @@
+"""Issue 28 ("The first hour"): what a new user's first specs should be told without asking.
+
+A spec sliced per unit (instance, node, pod, device) without ``fleet:`` pages once per unit: a
+positioned warning at ``slice.by`` says how many pages a 300-unit fault makes and points to ``fleet:``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import SLO_RELATIVE, VALID_SLO, RunCli
+
+FANOUT = "so dns-errors pages once per instance: a fault on 300 instances would page 300 times; judge the units"
+
+
+def _slice_by(spec_tree: Path, by: str, extra: str = "", period: str = "  period: 30d\n") -> Path:
+    path = spec_tree / SLO_RELATIVE
+    text = VALID_SLO.replace("  by: [cluster]\n", f"  by: {by}\n{extra}").replace("  period: 30d\n", period)
+    path.write_text(text + "series_budget: 100000\n", encoding="utf-8")
+    return path
+
+
+def test_per_unit_slice_pages_per_unit(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    _slice_by(spec_tree, "[cluster, instance]")
+    code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert code == 0, stderr
+    assert stdout.endswith("slo-compiler: 1 spec(s) valid\n")
+    assert stderr.splitlines() == [
+        "specs/network/dns-errors.yaml:8:3: warning: slice.by has instance, "
+        f"{FANOUT} as a fleet (`fleet:`) so one unit is a ticket and many are one page "
+        '(README: "Fleet signals")'
+    ]
+
+
+def test_per_unit_slice_with_a_few_declared_units_or_no_page_is_quiet(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path
+) -> None:
+    _slice_by(spec_tree, "[cluster, instance]", "  cardinality: {instance: 5}\n")
+    code, _, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, stderr) == (0, "")
+    tickets = "  period: 30d\n  burn_alerts: [{severity: ticket, long: 6h, short: 30m, factor: 6}]\n"
+    _slice_by(spec_tree, "[cluster, instance]", period=tickets)
+    code, _, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert (code, stderr) == (0, "")
+    _slice_by(spec_tree, "[cluster, pod]", "  cardinality: {pod: 5000}\n")  # many declared: still a storm
+    code, _, stderr = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0
+    assert "so dns-errors pages once per pod: a fault on 300 pods would page 300 times" in stderr
