@@ -2,12 +2,15 @@
 
 A spec sliced per unit (instance, node, pod, device) without ``fleet:`` pages once per unit: a
 positioned warning at ``slice.by`` says how many pages a 300-unit fault makes and points to ``fleet:``.
+The default burn policy on a period other than 30d never gets a factor under 1 (a ticket for a
+burn that would leave budget at the period's end).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from compiler.pipeline import compile_specs
 from tests.conftest import SLO_RELATIVE, VALID_SLO, RunCli
 
 FANOUT = "so dns-errors pages once per instance: a fault on 300 instances would page 300 times; judge the units"
@@ -46,3 +49,19 @@ def test_per_unit_slice_with_a_few_declared_units_or_no_page_is_quiet(
     code, _, stderr = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
     assert code == 0
     assert "so dns-errors pages once per pod: a fault on 300 pods would page 300 times" in stderr
+
+
+def test_burn_factor_below_one_never_tickets_on_a_met_slo(spec_tree: Path) -> None:
+    """28d: the 3d/6h pair is 1x (the budget gone at the period's end), not 0.933x (gone in 30d)."""
+    factors = {}
+    for period in ("28d", "7d", "30d", "90d"):
+        _slice_by(spec_tree, "[cluster]", period=f"  period: {period}\n")
+        model, diagnostics = compile_specs(spec_tree)
+        assert model is not None and not diagnostics, diagnostics.render()
+        objective = model.slos[0].objective
+        assert objective is not None
+        factors[period] = [(alert.severity, alert.factor) for alert in objective.burn_alerts]
+    assert factors["28d"] == [("page", 13.44), ("page", 5.6), ("ticket", 2.8), ("ticket", 1.0)]
+    assert factors["7d"] == [("page", 3.36), ("page", 1.4), ("ticket", 1.0), ("ticket", 1.0)]
+    assert factors["30d"] == [("page", 14.4), ("page", 6.0), ("ticket", 3.0), ("ticket", 1.0)]
+    assert factors["90d"] == [("page", 43.2), ("page", 18.0), ("ticket", 9.0), ("ticket", 3.0)]
