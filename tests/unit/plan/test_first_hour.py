@@ -65,3 +65,26 @@ def test_burn_factor_below_one_never_tickets_on_a_met_slo(spec_tree: Path) -> No
     assert factors["7d"] == [("page", 3.36), ("page", 1.4), ("ticket", 1.0), ("ticket", 1.0)]
     assert factors["30d"] == [("page", 14.4), ("page", 6.0), ("ticket", 3.0), ("ticket", 1.0)]
     assert factors["90d"] == [("page", 43.2), ("page", 18.0), ("ticket", 9.0), ("ticket", 3.0)]
+
+
+def test_messages_assume_no_makefile(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """The user's repository has no Makefile: headers and the stale message name the command itself."""
+    code, _, stderr = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 0, stderr
+    files = [path for path in (tmp_path / "out").rglob("*") if path.is_file()]
+    texts = {path.relative_to(tmp_path / "out").as_posix(): path.read_text(encoding="utf-8") for path in files}
+    assert [name for name, text in texts.items() if "make generate" in text] == []
+    told = {name for name, text in texts.items() if "run `slo-compiler generate`" in text}
+    assert {
+        "alertmanager/alertmanager.yaml",
+        "prometheus/rules/dns-errors.rules.yaml",
+        "runbooks/dns-errors.md",
+    } <= told
+    rules = tmp_path / "out" / "prometheus" / "rules" / "dns-errors.rules.yaml"
+    rules.write_text(texts["prometheus/rules/dns-errors.rules.yaml"] + "# edited\n", encoding="utf-8")
+    code, _, stderr = run_cli(["check", "--specs", "specs", "--out", "out"], tmp_path)
+    assert code == 1
+    assert stderr.splitlines()[-1] == (
+        "slo-compiler: generated output is stale; run `slo-compiler generate --specs specs --out out` "
+        "and commit the result"
+    )
