@@ -88,3 +88,21 @@ def test_messages_assume_no_makefile(run_cli: RunCli, tmp_path: Path, spec_tree:
         "slo-compiler: generated output is stale; run `slo-compiler generate --specs specs --out out` "
         "and commit the result"
     )
+
+
+def test_series_budget_is_reported_with_the_other_problems(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """An unknown owner and a schema error do not hide the series-budget error: one run shows all three."""
+    path = spec_tree / SLO_RELATIVE
+    text = VALID_SLO.replace("  by: [cluster]\n", "  by: [cluster, instance]\n")
+    text = text.replace("owner: platform-network", "owner: platform-netwrk").replace("persistence:", "persistance:")
+    path.write_text(text, encoding="utf-8")
+    code, _, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert code == 1
+    expected = [
+        "specs/network/dns-errors.yaml:5:8: unknown owner 'platform-netwrk'",
+        "specs/network/dns-errors.yaml:8:3: slicing by instance records about 90,001 series",
+        "specs/network/dns-errors.yaml:17:1: unknown key 'persistance' at the top level",
+        "slo-compiler: 3 problem(s); nothing written",
+    ]
+    lines = stderr.splitlines()
+    assert len(lines) == len(expected) and all(map(str.startswith, lines, expected)), stderr
