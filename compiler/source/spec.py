@@ -145,10 +145,17 @@ _SCENARIOS_READ = ("scenarios", "alert_names", *_ALERTS_READ)
 def _owner(r: SpecReader) -> Team | None:
     owner_name = r.data["owner"]
     team = r.teams.get(owner_name)
-    if team is None:
+    if team is None and not r.teams:
+        r.error(
+            ("owner",),
+            f"unknown owner '{owner_name}': no owners.yaml (no Owners document with teams) in the spec directory, "
+            "so every owner is unknown; create owners.yaml with apiVersion: slo-compiler/v1, kind: Owners and "
+            f"teams: [{{name: {owner_name}, contact: ..., receivers: {{page: [...], ticket: [...]}}}}] "
+            '(README: "Quick start")',
+        )
+    elif team is None:
         hint = suggest(owner_name, sorted(r.teams))
-        known = ", ".join(sorted(r.teams)) or "none registered"
-        r.error(("owner",), f"unknown owner '{owner_name}' (teams: {known}){hint}")
+        r.error(("owner",), f"unknown owner '{owner_name}' (teams: {', '.join(sorted(r.teams))}){hint}")
     return team
 
 

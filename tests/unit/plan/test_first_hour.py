@@ -106,3 +106,22 @@ def test_series_budget_is_reported_with_the_other_problems(run_cli: RunCli, tmp_
     ]
     lines = stderr.splitlines()
     assert len(lines) == len(expected) and all(map(str.startswith, lines, expected)), stderr
+
+
+def test_missing_owners_file_is_named(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """Without owners.yaml the message says so and how to create it, not "(teams: none registered)"."""
+    (spec_tree / "owners.yaml").unlink()
+    (spec_tree / "project.yaml").write_text(
+        (spec_tree / "project.yaml")
+        .read_text(encoding="utf-8")
+        .replace("foreign_alerts: {team: platform-network}\n", ""),
+        encoding="utf-8",
+    )
+    code, _, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
+    assert code == 1
+    assert stderr.splitlines()[0] == (
+        "specs/network/dns-errors.yaml:5:8: unknown owner 'platform-network': no owners.yaml (no Owners document "
+        "with teams) in the spec directory, so every owner is unknown; create owners.yaml with apiVersion: "
+        "slo-compiler/v1, kind: Owners and teams: [{name: platform-network, contact: ..., receivers: "
+        '{page: [...], ticket: [...]}}] (README: "Quick start")'
+    )
