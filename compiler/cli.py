@@ -380,7 +380,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         for problem in problems:
             print(f"{printable(args.out)}: {printable(problem)}", file=sys.stderr)
         print(
-            "slo-compiler: generated output is stale; run `slo-compiler generate` (`make generate` here) "
+            "slo-compiler: generated output is stale; run "
+            f"`slo-compiler generate --specs {printable(str(args.specs))} --out {printable(str(args.out))}` "
             "and commit the result",
             file=sys.stderr,
         )

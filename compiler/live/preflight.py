@@ -44,6 +44,7 @@ Status = Literal["ok", "note", "problem"]
 # Roles whose absence the rules already read as 0 (the bad rate falls back to 0 * total).
 ZERO_FALLBACK_ROLES = frozenset({"bad", "errors"})
 SHOWN_VALUES = 5
+SHOWN_JOBS = 10  # the jobs listed when no single matcher explains an empty selector
 
 
 @dataclass(frozen=True)
@@ -234,7 +235,18 @@ class Preflight:
                 "values": {lab.get(matcher.name, ""): int(n) for lab, n in shown},
             }
             return Finding("selector", status, text, message, detail)
-        return Finding("selector", status, text, f"{role.name}: matches 0 series, and no single matcher explains it")
+        message = f"{role.name}: matches 0 series, and no single matcher explains it"
+        jobs = self.jobs_of(role.metric) if role.metric is not None else []
+        if jobs:
+            listed = ", ".join(f"{labels.get('job', '(none)')} ({int(n)} series)" for labels, n in jobs)
+            message += f"; {role.metric} is there with job {listed}"
+        detail = {"jobs": {labels.get("job", ""): int(n) for labels, n in jobs}} if jobs else {}
+        return Finding("selector", status, text, message, detail)
+
+    def jobs_of(self, metric: str) -> list[tuple[Labels, float]]:
+        """The jobs that do have ``metric`` (the most series first, at most SHOWN_JOBS): one more query."""
+        values = self.client.query(f"count by (job) ({render_selector(metric, ())})")
+        return sorted(values, key=lambda item: (-item[1], item[0].get("job", "")))[:SHOWN_JOBS]
 
     def absent_metric(self, slo: SLO, role: Role, text: str) -> Finding:
         """A metric with no series at all: a counter not created yet, or a wrong name."""

@@ -99,6 +99,7 @@ class Slice:
     component: str | None = None  # the scrape-profile component the spec reads (slice.component)
     # where slice.component is written, for the plan's notes
     component_at: Position | None = field(default=None, compare=False)
+    by_at: Position | None = field(default=None, compare=False)  # where slice.by is written, for the plan's warnings
 
     @property
     def joined_labels(self) -> tuple[str, ...]:

@@ -71,10 +71,16 @@ class BurnPolicy:
 
     steps: tuple[PolicyStep, ...]
     summary: str
+    # The lowest factor a pair gets. The default policy's shares give 1x on the 3d pair only for
+    # 30 days; on 28d it would be 0.933x (the budget gone in 30d, after the period: a ticket for
+    # a burn that never breaches the SLO) and on 7d 0.7x and 0.23x. At 1x the budget is gone
+    # exactly at the period's end. Sloth's pairs stay as Sloth derives them (a migrated spec
+    # alerts when it did).
+    min_factor: float = 0.0
 
 
 BURN_POLICIES: dict[str, BurnPolicy] = {
-    "default": BurnPolicy(DEFAULT_POLICY, "the SRE Workbook pairs with for 2m/15m/1h/3h"),
+    "default": BurnPolicy(DEFAULT_POLICY, "the SRE Workbook pairs with for 2m/15m/1h/3h", min_factor=1.0),
     "sloth": BurnPolicy(
         SLOTH_POLICY,
         "Sloth's pairs (5m/1h 14.4x, 30m/6h 6x, 2h/1d 3x, 6h/3d 1x for 30d), no for",

@@ -26,7 +26,7 @@ from compiler.model.naming import (
     unit_key,
 )
 from compiler.plan.coverage import LeftOut, fallback_notes, unscraped, without
-from compiler.plan.watch import PlanWarning, watch_warnings
+from compiler.plan.watch import PlanWarning, per_unit_page_warning, watch_warnings
 from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
@@ -310,10 +310,12 @@ def plan(model: Model) -> Plan:
     left_out = unscraped(model)
     compiled = without(model, left_out)
     notes = sorted({*(item.note for item in left_out), *fallback_notes(compiled)})
+    specs = tuple(plan_spec(slo, conventions) for slo in compiled.slos)
+    fanout = (per_unit_page_warning(spec.slo, tuple(alert.severity for alert in spec.alerts)) for spec in specs)
     return Plan(
         model=compiled,
-        specs=tuple(plan_spec(slo, conventions) for slo in compiled.slos),
+        specs=specs,
         left_out=left_out,
         notes=tuple(notes),
-        warnings=watch_warnings(model.project),
+        warnings=(*watch_warnings(model.project), *sorted(warning for warning in fanout if warning is not None)),
     )

@@ -6,6 +6,11 @@ nobody. Without ``foreign_alerts``, the generated root receiver has no
 integrations, so an alert the compiler did not make (kube-prometheus's, an exporter's) that
 reaches this configuration is dropped. Both are warnings, not errors: a project that merges
 ``fragment.yaml`` into its own configuration keeps its own root and may run its own watchdog.
+
+The opposite noise is a warning too: a spec sliced per unit (``instance``, ``node``, ``pod``,
+``device``, unless ``slice.cardinality`` declares only a few) without ``fleet:`` pages once
+per unit, so one switch fault under 300 nodes opens 300 incidents; ``fleet:`` makes one unit
+a ticket and many units one page.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler.diagnostics import Position
-from compiler.model import Project
+from compiler.model import SLO, Project
 
 
 @dataclass(frozen=True, order=True)
@@ -47,3 +52,28 @@ def watch_warnings(project: Project) -> tuple[PlanWarning, ...]:
     if project.foreign_alerts is None:
         found.append(PlanWarning(project.position, FOREIGN_DROPPED))
     return tuple(found)
+
+
+# Slice labels that name one unit of a fleet: a page per value is a page per machine, pod or disk.
+PER_UNIT_LABELS = {"instance": "instances", "node": "nodes", "pod": "pods", "device": "devices"}
+FAULT_UNITS = 300  # the example fault's size in the warning: a switch or a bad rollout under a rack
+# A unit label whose slice.cardinality declares at most this many values (five etcd members)
+# pages at most that many times: a page per unit is then the intent, not a storm.
+FEW_UNITS = 10
+
+
+def per_unit_page_warning(slo: SLO, severities: tuple[str, ...]) -> PlanWarning | None:
+    """A spec without ``fleet:`` sliced by a per-unit label pages once per unit: a warning at ``slice.by``."""
+    declared = dict(slo.slice.cardinality)
+    units = [
+        label for label in slo.slice.by if label in PER_UNIT_LABELS and declared.get(label, FAULT_UNITS) > FEW_UNITS
+    ]
+    if slo.fleet is not None or not units or "page" not in severities:
+        return None
+    count = min(declared.get(units[0], FAULT_UNITS), FAULT_UNITS)
+    return PlanWarning(
+        slo.slice.by_at or slo.position,
+        f"slice.by has {', '.join(units)}, so {slo.name} pages once per {units[0]}: a fault on {count:,} "
+        f"{PER_UNIT_LABELS[units[0]]} would page {count:,} times; judge the units as a fleet (`fleet:`) so one "
+        'unit is a ticket and many are one page (README: "Fleet signals")',
+    )

@@ -27,7 +27,7 @@ from compiler.source.reader import SpecReader, dotted, parse_percent
 from compiler.source.spec_types import SLOBurnAlert
 from compiler.text.numbers import clean_number, complement, go_float
 
-MIN_BURN_FACTOR = 0.01  # the default policy's smallest factor is 0.23 (7d period, 3d window)
+MIN_BURN_FACTOR = 0.01  # for declared pairs; the default policy's factors are at least 1 (windows.BurnPolicy)
 # The smallest error ratio an alert may compare with: latency and good/total SLIs count bad events as
 # total minus good, and float arithmetic on rates of ~10/s loses ratios under about 1e-12 to rounding.
 MIN_ERROR_RATIO = 1e-9
@@ -172,11 +172,16 @@ def _policy_name(r: SpecReader, declared: bool) -> str:
 
 
 def _default_steps(period: int, policy: str = "default") -> list[tuple[PathKey, BurnAlert]]:
-    """The named policy's pairs; problems with them belong to the period that sets their factors."""
+    """The named policy's pairs; problems with them belong to the period that sets their factors.
+
+    No factor is under the policy's ``min_factor``: the default policy's 3d pair on a 28d period is
+    1x (the budget gone at the period's end), not 0.933x (gone in 30d, so the SLO is never breached).
+    """
     steps: list[tuple[PathKey, BurnAlert]] = []
     chosen = BURN_POLICIES[policy]
     for step in chosen.steps:
-        factor = clean_number(burn_factor(step.budget_share, period, step.long_ms)) if period else 0.0
+        derived = burn_factor(step.budget_share, period, step.long_ms)
+        factor = clean_number(max(derived, chosen.min_factor)) if period else 0.0
         alert = BurnAlert(step.severity, step.long_ms, step.short_ms, factor, step.for_ms, 0)
         steps.append((("objective", "period"), alert))
     return steps

@@ -95,15 +95,18 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     check_receiver_names(documents, teams, diagnostics)
     check_foreign_alerts(documents, teams, diagnostics)
 
-    slos, built = _build_specs(specs, teams, diagnostics, project.scrape_profile)
+    slos, built, drafts = _build_specs(specs, teams, diagnostics, project.scrape_profile)
     known = {c.readable.data["name"] for c in specs if "name" in c.readable.data and "name" not in c.broken}
     _check_links(built, slos, known, project, diagnostics)
     _check_explains_scope(built, slos, diagnostics)
     _check_explains_cycles(built, slos, diagnostics)
     slos = expand_component_explains(built, slos, diagnostics)
     _check_rate_windows([checked.readable for checked in specs], project, diagnostics)
-    _check_budgets(built, slos, project, diagnostics)
-    _check_vanished_cost(built, slos, project, diagnostics)
+    # Specs with problems of their own still get the checks that need only their slice and SLI.
+    drafted = [document for document, _ in drafts]
+    partial = {**{slo.name: slo for _, slo in drafts}, **slos}
+    _check_budgets([*built, *drafted], partial, project, diagnostics)
+    _check_vanished_cost([*built, *drafted], partial, project, diagnostics)
     check_families(built, project, diagnostics)
     check_project_labels(built, slos, project, diagnostics)
     check_alert_name_collisions(built, slos, diagnostics)
@@ -124,14 +127,16 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
 
 def _build_specs(
     specs: list[Checked], teams: dict[str, Team], diagnostics: Diagnostics, profile: ScrapeProfile | None = None
-) -> tuple[dict[str, SLO], list[Document]]:
-    """Every spec checked, schema-valid or not; (the specs that built, by name, and their documents).
+) -> tuple[dict[str, SLO], list[Document], list[tuple[Document, SLO]]]:
+    """Every spec checked, schema-valid or not; (the specs that built, by name, their documents, and
+    the drafts of the specs that did not build but whose slice and SLI read, see ``build_slo``).
 
     A spec with a schema error still gets every check of its sections that passed the
     schema, so one run reports everything; it never builds.
     """
     slos: dict[str, SLO] = {}
     built: list[Document] = []
+    drafts: list[tuple[Document, SLO]] = []
     seen: dict[str, str] = {}
     for checked in specs:
         document = checked.readable
@@ -143,11 +148,13 @@ def _build_specs(
             continue
         if isinstance(name, str):
             seen[name] = str(document.position(("name",)))
-        slo = _build_spec(document, teams, diagnostics, checked.broken, profile)
+        slo, draft = _build_spec(document, teams, diagnostics, checked.broken, profile)
         if slo is not None:
             slos[slo.name] = slo
             built.append(document)
-    return slos, built
+        elif draft is not None:
+            drafts.append((document, draft))
+    return slos, built, drafts
 
 
 def _build_spec(
@@ -156,16 +163,17 @@ def _build_spec(
     diagnostics: Diagnostics,
     broken: frozenset[str] = frozenset(),
     profile: ScrapeProfile | None = None,
-) -> SLO | None:
-    """One spec's model; a check that trips over the spec is reported at it, never a crash of the run."""
+) -> tuple[SLO | None, SLO | None]:
+    """One spec's model (or its draft); a check that trips over the spec is reported at it, never a crash."""
+    reader = SpecReader(document, teams, diagnostics, broken, profile)
     try:
-        return build_slo(SpecReader(document, teams, diagnostics, broken, profile))
+        return build_slo(reader), reader.draft
     except Exception as exc:
         diagnostics.error(
             document.key_position(("sli",)),
             f"cannot check this spec ({type(exc).__name__}: {exc}); please also report it as a compiler bug",
         )
-        return None
+        return None, None
 
 
 def _check_links(

@@ -13,6 +13,7 @@ from typing import Any
 from compiler import promql
 from compiler.diagnostics import Diagnostics
 from compiler.model import (
+    SLO,
     Selector,
     Team,
 )
@@ -70,6 +71,7 @@ class SpecReader:
         self.broken = broken
         self.profile = profile  # the project's scrape profile: component job matchers, dropped edges
         self.failed = bool(broken)  # a spec with a schema error is checked, never built
+        self.draft: SLO | None = None  # a spec that did not build, for the checks that need only part of it
 
     def readable(self, *sections: str) -> bool:
         """Whether these top-level sections passed their schema, so their readers may run.

@@ -49,6 +49,7 @@ def read_slice(r: SpecReader) -> Slice:
         cardinality=tuple(sorted((str(k), int(v)) for k, v in cardinality.items())),
         component=raw.get("component"),
         component_at=r.doc.position(("slice", "component")) if raw.get("component") is not None else None,
+        by_at=r.doc.key_position(("slice", "by")),
     )
 
 

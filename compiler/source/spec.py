@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from compiler.model import (
     SLI,
     SLO,
@@ -44,7 +46,12 @@ from compiler.source.vanished import check_vanished_slice
 
 
 def build_slo(r: SpecReader) -> SLO | None:
-    """The spec's model, or None when any section had a problem (each one reported)."""
+    """The spec's model, or None when any section had a problem (each one reported).
+
+    A spec with problems whose slice, SLI, no-data and unit sections read is still assembled,
+    with a placeholder owner and only its readable sections, into ``r.draft``: the project checks
+    that need only those (series budgets) report on it in the same run.
+    """
     data = r.data
     team = _owner(r) if r.readable("owner") else None
     alert_name = data.get("alert_name") or camel(data.get("name", ""))
@@ -68,39 +75,45 @@ def build_slo(r: SpecReader) -> SLO | None:
     scenarios: tuple[Scenario, ...] = ()
     if slice_ is not None and sli is not None and no_data is not None and r.readable(*_SCENARIOS_READ):
         scenarios = read_scenarios(r, sli, slice_, alert_name, normal, critical, objective, no_data, alert_names)
-    if r.failed or team is None or sli is None or slice_ is None or no_data is None or unit is None:
+    if sli is None or slice_ is None or no_data is None or unit is None or not isinstance(data.get("name"), str):
         return None
+    read = dict(alert_name=alert_name, unit=unit, slice=slice_, sli=sli, objective=objective, normal_range=normal)
+    read.update(critical_range=critical, no_data=no_data, scenarios=scenarios, labels=labels, annotations=annotations)
+    slo = _assemble(r, team, read, alert_names=alert_names, fleet=fleet, assumes=assumes, confirmed_by=confirmed_by)
+    if r.failed or team is None:
+        r.draft = slo if r.readable("series_budget") else None  # a broken budget is its own problem
+        return None
+    return slo
+
+
+def _assemble(r: SpecReader, team: Team | None, read: dict[str, Any], **more: Any) -> SLO:
+    """The SLO of the sections read; the rest from the data, only where its section is readable."""
+    data = r.data
     return SLO(
+        **read,
+        **more,
         name=data["name"],
-        alert_name=alert_name,
-        family=data["family"],
-        owner=team,
-        description=data["description"].strip(),
+        family=str(data.get("family", "")),
+        owner=team or _NO_OWNER,
+        description=str(data.get("description", "")).strip(),
         k8s_versions=data.get("k8s_versions", ""),
-        unit=unit,
-        slice=slice_,
-        sli=sli,
-        objective=objective,
-        normal_range=normal,
-        critical_range=critical,
-        no_data=no_data,
-        mitigation=_mitigation(data["mitigation"]),
-        see_also=tuple(data.get("see_also", [])),
-        scenarios=scenarios,
+        mitigation=_mitigation(data["mitigation"]) if r.readable("mitigation") else _NO_MITIGATION,
+        see_also=tuple(data.get("see_also", [])) if r.readable("see_also") else (),
         mode=data.get("mode", "live"),
-        series_budget=data.get("series_budget"),
-        explains=_explains(data.get("explains", [])),
+        series_budget=data.get("series_budget") if r.readable("series_budget") else None,
+        explains=_explains(data.get("explains", [])) if r.readable("explains") else (),
         source=r.doc.source or r.doc.path,
         position=r.doc.key_position(("sli",)),
         spec_hash=r.doc.content_hash[:16],
-        labels=labels,
-        annotations=annotations,
-        alert_names=alert_names,
-        explains_component=_explains_component(data.get("explains_component")),
-        fleet=fleet,
-        assumes=assumes,
-        confirmed_by=confirmed_by,
+        explains_component=_explains_component(data.get("explains_component"))
+        if r.readable("explains_component")
+        else None,
     )
+
+
+# A draft's owner and mitigation when those sections have problems (a draft never compiles).
+_NO_OWNER = Team(name="", contact="", escalation=())
+_NO_MITIGATION = Mitigation(summary="", steps=(), stop_conditions=(), escalation="")
 
 
 def _check_sections(r: SpecReader, slice_: Slice | None, sli: SLI | None, no_data: NoData | None) -> None:
@@ -132,10 +145,17 @@ _SCENARIOS_READ = ("scenarios", "alert_names", *_ALERTS_READ)
 def _owner(r: SpecReader) -> Team | None:
     owner_name = r.data["owner"]
     team = r.teams.get(owner_name)
-    if team is None:
+    if team is None and not r.teams:
+        r.error(
+            ("owner",),
+            f"unknown owner '{owner_name}': no owners.yaml (no Owners document with teams) in the spec directory, "
+            "so every owner is unknown; create owners.yaml with apiVersion: slo-compiler/v1, kind: Owners and "
+            f"teams: [{{name: {owner_name}, contact: ..., receivers: {{page: [...], ticket: [...]}}}}] "
+            '(README: "Quick start")',
+        )
+    elif team is None:
         hint = suggest(owner_name, sorted(r.teams))
-        known = ", ".join(sorted(r.teams)) or "none registered"
-        r.error(("owner",), f"unknown owner '{owner_name}' (teams: {known}){hint}")
+        r.error(("owner",), f"unknown owner '{owner_name}' (teams: {', '.join(sorted(r.teams))}){hint}")
     return team
 
 

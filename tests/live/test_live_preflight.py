@@ -180,3 +180,28 @@ def test_backtest_stops_a_spec_whose_rule_fails_or_reads_over_its_budget(
     )
     assert "runtime-errors-per-pool: not replayed past slo:sli_total:rate5m" in problems
     assert report["intervals"] == []
+
+
+def test_no_single_matcher_lists_the_jobs_of_the_metric(
+    server: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two matchers each remove every series (the component's job and a wrong rcode): the finding lists
+    the jobs that do have the metric (one more query, at most 10 jobs)."""
+    body = """\
+slice: {by: [cluster], component: coredns}
+sli:
+  ratio:
+    bad: 'coredns_dns_responses_total{rcode="NOPE", server="x"}'
+    total: 'coredns_dns_responses_total{rcode="NOPE"}'
+objective: {target: 99.9%, period: 30d}
+"""
+    tree = live_data.write_tree(tmp_path / "specs", {"dns-two-wrong": body})
+    code, out, _ = run(capsys, "preflight", "--prometheus", server, "--specs", str(tree), "--format", "json")
+    assert code == 1
+    (spec,) = json.loads(out)["specs"]
+    (total,) = [f for f in spec["findings"] if f["check"] == "selector" and f["message"].startswith("total")]
+    assert total["message"] == (
+        "total: matches 0 series, and no single matcher explains it; "
+        "coredns_dns_responses_total is there with job coredns (12 series)"
+    )
+    assert total["detail"] == {"jobs": {"coredns": 12}}
