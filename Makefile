@@ -82,7 +82,7 @@ promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every g
 
 test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
 	$(MAKE) --no-print-directory lint typecheck
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --dist worksteal --durations=25
 
 test-fast: $(DEV) ## the fast tier (about 20 s): tests/unit and tests/targets, no promtool, server or other process
 	$(BIN)/pytest -q -n 2 tests/unit tests/targets
