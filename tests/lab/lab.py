@@ -88,6 +88,7 @@ class Member:
     log: Path
     initial_cluster: str
     proc: subprocess.Popen[bytes] | None = None
+    extra: list[str] = field(default_factory=list)  # flags a fault restarts the member with
 
     @property
     def client_url(self) -> str:
@@ -114,6 +115,7 @@ class Member:
             "--heartbeat-interval=250",
             "--election-timeout=2500",
             "--logger=zap",
+            *self.extra,
         ]
 
     def start(self) -> None:
@@ -331,7 +333,7 @@ def load_on(members: list[Member]) -> Iterator[Load]:
 
 
 @contextmanager
-def node_exporter(workdir: Path) -> Iterator[tuple[str, int]]:
+def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[str, int]]:
     port = servers.free_port()
     # The default collectors, plus the sysctl that arp-neighbor-table reads (its spec's assumption on the deployment).
     args = [
@@ -340,6 +342,11 @@ def node_exporter(workdir: Path) -> Iterator[tuple[str, int]]:
         "--collector.sysctl",
         "--collector.sysctl.include=net.ipv4.neigh.default.gc_thresh3",
     ]
+    if rootfs is not None:
+        # As kube-prometheus-stack deploys it (--path.rootfs=/host/root): a filesystem mounted at
+        # <rootfs>/var/lib/kubelet is the node's /var/lib/kubelet, and / is statted at <rootfs>.
+        rootfs.mkdir(parents=True, exist_ok=True)
+        args.append(f"--path.rootfs={rootfs}")
     with servers.process(args, workdir / "node-exporter.log") as proc:
         url = f"http://127.0.0.1:{port}"
         ready = servers.wait_until(lambda: urllib.request.urlopen(f"{url}/metrics", timeout=2).status == 200, 20)
@@ -349,11 +356,11 @@ def node_exporter(workdir: Path) -> Iterator[tuple[str, int]]:
 
 
 @contextmanager
-def running(workdir: Path) -> Iterator[Lab]:
+def running(workdir: Path, node_rootfs: Path | None = None) -> Iterator[Lab]:
     with ExitStack() as stack:
         members = stack.enter_context(etcd_cluster(workdir / "etcd"))
         load = stack.enter_context(load_on(members))
-        exporter_url, exporter_port = stack.enter_context(node_exporter(workdir))
+        exporter_url, exporter_port = stack.enter_context(node_exporter(workdir, node_rootfs))
         sink = stack.enter_context(servers.webhook())
         am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port)))
         prom = stack.enter_context(
