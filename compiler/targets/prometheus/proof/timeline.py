@@ -208,10 +208,18 @@ class EventSeries:
 
     @staticmethod
     def from_states(timeline: Timeline, units: int) -> EventSeries:
-        """A state SLI: bad units and all units, sampled each minute."""
+        """A state SLI: bad units and all units, sampled each minute.
+
+        The rules record the counts each minute and build every window from 5-minute blocks,
+        ``avg_over_time(counts[4m59s])`` at offsets 0, 5m, 10m, ..., summed (a block with no sample as no
+        events). Where every block is full that is the minutes' own average; in a test's first minutes
+        the oldest block holds fewer samples and weighs as much as a full one, so the window clears later
+        than the minutes' average says (a 4-minute outage in a 2h window at minute 16: 1.4 bad units in
+        400, not 4 in 1,700).
+        """
         bad = tuple(None if v is None else float(round(v * units)) for v in timeline.values)
         total = tuple(None if v is None else float(units) for v in timeline.values)
-        return EventSeries(bad, total, stride=1)
+        return EventSeries(_blocks(bad), _blocks(total), stride=RATE_WINDOW_MIN)
 
     def window_ratio(self, window_minutes: int, minute: int) -> float | None:
         """The window's bad over total events at ``minute``: its blocks summed, a missing one as no events."""
@@ -241,12 +249,29 @@ class EventSeries:
         return sums
 
     def clears_at(self, window_minutes: int, threshold: float, after: int) -> int | None:
-        """The first minute after ``after`` at which the window ratio is no longer above ``threshold``."""
+        """The first minute after ``after`` from which the window ratio stays at or under ``threshold``.
+
+        Usually the ratio only falls once the errors stop, but a state SLI's blocks in a test's first
+        minutes are not all full: as the minutes pass, the oldest block loses and regains weight, and
+        the ratio can dip under the threshold and rise over it again (without ``for``, the alert resolves
+        and fires again). The alert is resolved for good only after the last minute it reads over.
+        """
+        last_over = after
         for minute in range(after + 1, len(self.bad)):
             ratio = self.window_ratio(window_minutes, minute)
-            if ratio is None or not ratio > threshold:
-                return minute
-        return None
+            if ratio is not None and ratio > threshold:
+                last_over = minute
+        return last_over + 1 if last_over + 1 < len(self.bad) else None
+
+
+def _blocks(samples: Sequence[float | None]) -> tuple[float | None, ...]:
+    """``avg_over_time(samples[4m59s])`` at each minute: the samples of the last 5 minutes present, averaged;
+    None where the minute's own sample is missing (the rules' blocks are anchored on the current sample)."""
+    out: list[float | None] = []
+    for minute, sample in enumerate(samples):
+        present = [s for s in samples[max(0, minute - RATE_WINDOW_MIN + 1) : minute + 1] if s is not None]
+        out.append(None if sample is None else sum(present) / len(present))
+    return tuple(out)
 
 
 def _format(value: float, exact: bool = False) -> str:
