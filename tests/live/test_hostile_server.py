@@ -8,13 +8,9 @@ Each server is a loopback ``http.server`` on a free port, in a thread, stopped a
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -23,50 +19,10 @@ import pytest
 from compiler.cli import main
 from compiler.live.backtest import Interval, Result
 from compiler.live.summary import render_markdown, render_table, summarise
-from tests import live_data, servers
+from tests import live_data
+from tests.servers import Route, Seen, hostile, send
 
 BUILDINFO = {"status": "success", "data": {"version": "2.42.0", "revision": "x"}}
-Seen = list[tuple[str, str, dict[str, str]]]
-Route = Callable[[BaseHTTPRequestHandler], None]
-
-
-@contextmanager
-def hostile(route: Route, seen: Seen) -> Iterator[str]:
-    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self) -> None:
-            seen.append((self.command, self.path, dict(self.headers)))
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            with contextlib.suppress(OSError):  # the client hung up (a deadline cut it)
-                route(self)
-
-        do_GET = answer  # noqa: N815 - http.server's names
-        do_POST = answer  # noqa: N815
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", servers.free_port()), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def send(handler: BaseHTTPRequestHandler, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    handler.send_response(status)
-    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}.items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(raw)
 
 
 def prometheus(query_data: Any, version: str = "2.42.0") -> Route:
