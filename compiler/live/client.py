@@ -38,6 +38,12 @@ MAX_SAMPLES_PER_QUERY = 2_000_000
 # The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
 TOO_MANY_SAMPLES = "would load too many samples"
 QUERY_TIMED_OUT = "query timed out in"  # Prometheus 2.42: "query timed out in expression evaluation"
+# The largest answer read: a range query of MAX_SAMPLES_PER_QUERY points is about 60 MB of JSON, so a
+# longer one is a server that lies or never stops; reading it whole would take the machine's memory.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+_CHUNK_BYTES = 1024 * 1024
+# Of an error answer (4xx, 5xx) only its message is read.
+MAX_ERROR_BYTES = 64 * 1024
 
 
 class LiveError(Exception):
@@ -223,7 +229,7 @@ class Client:
         timer.start()
         try:
             with _opener(deadline, self.context).open(request, timeout=self.access.timeout_s) as response:
-                raw = response.read()
+                raw = self._read(response)
         except urllib.error.HTTPError as exc:
             if deadline.expired:
                 self._late()
@@ -240,6 +246,22 @@ class Client:
             self._late()
         return self._data(raw)
 
+    def _read(self, response: http.client.HTTPResponse) -> bytes:
+        """The body, in chunks, refused past ``MAX_ANSWER_BYTES`` whether it says its length or not."""
+        declared = response.length  # the Content-Length, None when absent or not a number
+        limit = f"the {MAX_ANSWER_BYTES // (1024 * 1024)} MiB limit for one answer"
+        if declared is not None and declared > MAX_ANSWER_BYTES:
+            raise LiveError(f"Prometheus at {self.base} announced an answer of {declared:,} bytes, more than {limit}")
+        chunks, size = [], 0
+        while chunk := response.read(_CHUNK_BYTES):
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                raise LiveError(f"Prometheus at {self.base} sent an answer longer than {limit}; stopped reading")
+            chunks.append(chunk)
+        if declared is not None and size < declared:
+            raise http.client.IncompleteRead(b"", declared - size)
+        return b"".join(chunks)
+
     def _late(self) -> NoReturn:
         raise LiveError(
             f"Prometheus at {self.base} did not answer within {self.access.timeout_s:g}s (--timeout); "
@@ -248,8 +270,8 @@ class Client:
 
     def _http_error(self, exc: urllib.error.HTTPError) -> str:
         try:
-            detail = str(json.loads(exc.read()).get("error", ""))
-        except (ValueError, OSError, AttributeError):
+            detail = str(json.loads(exc.read(MAX_ERROR_BYTES)).get("error", ""))
+        except (ValueError, RecursionError, OSError, AttributeError, http.client.HTTPException):
             detail = ""
         self.last_error = detail
         if 300 <= exc.code < 400:

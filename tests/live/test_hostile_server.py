@@ -222,3 +222,68 @@ def test_the_timeout_is_a_total_deadline_not_per_read(tree: Path, capsys: pytest
             stop.set()
     assert elapsed < 10
     assert (code, out) == (2, "") and "did not answer within 3s (--timeout)" in err
+
+
+# -- 6. answers without end (property finds, tests/live/test_property_new_surfaces.py) ------------------
+
+
+def _lying_length(length: str, status: int = 200) -> Route:
+    def route(handler: BaseHTTPRequestHandler) -> None:
+        if status == 200 or not handler.path.startswith("/api/v1/status/buildinfo"):
+            send(handler, b'{"status": "success", "data": []}', status, {"Content-Length": length})
+        else:
+            send(handler, BUILDINFO)
+
+    return route
+
+
+@pytest.mark.parametrize("status", [200, 500])
+@pytest.mark.parametrize("length", [str(10**12), str(10**20)])
+def test_unbounded_answer_size_announced(
+    tree: Path, capsys: pytest.CaptureFixture[str], length: str, status: int
+) -> None:
+    """A Content-Length past what fits in memory (or in an index) is refused before reading, on a success
+    and on an error answer: it was exit 70 (MemoryError, OverflowError)."""
+    with hostile(_lying_length(length, status), []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--timeout", "5")
+    assert (code, out) == (2, ""), err
+    assert "internal error" not in err and err.count("\n") == 1
+    if status == 200:
+        assert f"announced an answer of {int(length):,} bytes, more than the 256 MiB limit" in err
+    else:
+        assert "answered HTTP 500" in err
+
+
+def test_unbounded_answer_size_streamed(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer without a Content-Length that goes on past the limit is cut there, not read to the end;
+    the limit is lowered to 1 MiB so the test streams 1 MiB, not 256."""
+    from compiler.live import client
+
+    monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 1024 * 1024)
+    sent = [0]
+
+    def endless(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()  # no Content-Length: the body ends when the connection does
+        handler.wfile.write(b'{"status": "success", "data": {"version": "')
+        while sent[0] < 64 * 1024 * 1024:
+            handler.wfile.write(b"x" * 65_536)
+            sent[0] += 65_536
+
+    with hostile(endless, []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--timeout", "5")
+    assert (code, out) == (2, ""), err
+    assert "sent an answer longer than the 1 MiB limit for one answer; stopped reading" in err
+    assert sent[0] < 16 * 1024 * 1024
+
+
+def test_deep_nesting_in_an_error_answer(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error answer (HTTP 500) nested too deep for the JSON parser: its message is left out, the status
+    is reported (it was exit 70, RecursionError)."""
+    deep = b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with hostile(lambda h: send(h, deep, 500), []) as url:
+        code, _, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert code == 2 and "answered HTTP 500" in err and "internal error" not in err
