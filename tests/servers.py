@@ -36,14 +36,17 @@ Route = Callable[[BaseHTTPRequestHandler], None]
 
 @contextmanager
 def hostile(route: Route, seen: Seen) -> Iterator[str]:
-    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it."""
+    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it
+    (the request's body is ``handler.request_body``)."""
 
     class Handler(BaseHTTPRequestHandler):
+        request_body = b""
+
         def answer(self) -> None:
             seen.append((self.command, self.path, dict(self.headers)))
             length = int(self.headers.get("Content-Length") or 0)
             if length:
-                self.rfile.read(length)
+                self.request_body = self.rfile.read(length)
             with contextlib.suppress(OSError):  # the client hung up (a deadline cut it)
                 route(self)
 
