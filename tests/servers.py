@@ -1,4 +1,5 @@
-"""Real engines on loopback for the end-to-end tier: Prometheus, Alertmanager and a webhook receiver.
+"""Real engines on loopback for the end-to-end tier: Prometheus, Alertmanager and a webhook receiver;
+and ``hostile``, a loopback HTTP server in a thread whose answers a test chooses.
 
 Every process gets its own free port on 127.0.0.1 and its own temp dir, and is stopped by
 PID (terminate, then kill) however the test ends.
@@ -6,6 +7,7 @@ PID (terminate, then kill) however the test ends.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import subprocess
@@ -13,7 +15,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -26,6 +28,52 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+Seen = list[tuple[str, str, dict[str, str]]]  # what a hostile server was asked: method, path, headers
+Route = Callable[[BaseHTTPRequestHandler], None]
+
+
+@contextmanager
+def hostile(route: Route, seen: Seen) -> Iterator[str]:
+    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it
+    (the request's body is ``handler.request_body``)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        request_body = b""
+
+        def answer(self) -> None:
+            seen.append((self.command, self.path, dict(self.headers)))
+            length = int(self.headers.get("Content-Length") or 0)
+            if length:
+                self.request_body = self.rfile.read(length)
+            with contextlib.suppress(OSError):  # the client hung up (a deadline cut it)
+                route(self)
+
+        do_GET = answer  # noqa: N815 - http.server's names
+        do_POST = answer  # noqa: N815
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def send(handler: BaseHTTPRequestHandler, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    handler.send_response(status)
+    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}.items():
+        handler.send_header(name, value)
+    handler.end_headers()
+    handler.wfile.write(raw)
 
 
 def http_json(url: str, data: bytes | None = None, timeout: float = 5) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,9 +98,21 @@ def unsafe(text: str) -> bool:
     return _UNSAFE.search(text) is not None
 
 
+def _escape(char: str) -> str:
+    """One character as YAML's double-quoted escape (``\\uXXXX``, or ``\\UXXXXXXXX`` beyond the BMP)."""
+    code = ord(char)
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def escaped(text: str) -> str:
-    """``text`` with every unsafe character as a ``\\uXXXX`` escape: safe in a comment and on a terminal."""
-    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+    """``text`` with every unsafe character as a ``\\uXXXX`` escape: safe in a comment and on a terminal.
+
+    Format characters (Unicode category Cf: bidi overrides such as U+202E, zero-width spaces) are
+    escaped too: printed raw they reorder or hide what a terminal or an editor shows."""
+    text = _UNSAFE.sub(lambda found: _escape(found[0]), text)
+    if text.isascii():
+        return text
+    return "".join(_escape(char) if unicodedata.category(char) == "Cf" else char for char in text)
 
 
 def spec_name(*parts: str) -> str:

@@ -222,4 +222,4 @@ def _report(outcome: Outcome) -> None:
     for item in outcome.refused:
         print(escaped(f"{item.where}: not imported: SLO {item.slo}: {item.reason}"), file=sys.stderr)
     if outcome.diagnostics:
-        print(outcome.diagnostics.render(), file=sys.stderr)
+        sys.stderr.write(outcome.diagnostics.render())

@@ -42,6 +42,8 @@ _READ_BYTES = 1024 * 1024
 # The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
 TOO_MANY_SAMPLES = "would load too many samples"
 QUERY_TIMED_OUT = "query timed out in"  # Prometheus 2.42: "query timed out in expression evaluation"
+# Of an error answer (4xx, 5xx) only its message is read.
+MAX_ERROR_BYTES = 64 * 1024
 
 
 class LiveError(Exception):
@@ -256,6 +258,8 @@ class Client:
             size += len(piece)
             if size > MAX_ANSWER_BYTES:
                 self._too_big(path, params, "")
+        if declared.isdigit() and size < int(declared):
+            raise http.client.IncompleteRead(b"", int(declared) - size)  # reported as a connection problem
         return b"".join(pieces)
 
     def _too_big(self, path: str, params: Sequence[tuple[str, str]], declared: str) -> NoReturn:
@@ -274,8 +278,8 @@ class Client:
 
     def _http_error(self, exc: urllib.error.HTTPError) -> str:
         try:
-            detail = str(json.loads(exc.read(_READ_BYTES)).get("error", ""))  # an error's reason is short
-        except (ValueError, OSError, AttributeError):
+            detail = str(json.loads(exc.read(MAX_ERROR_BYTES)).get("error", ""))  # an error's reason is short
+        except (ValueError, RecursionError, OSError, AttributeError, http.client.HTTPException):
             detail = ""
         self.last_error = detail
         if 300 <= exc.code < 400:

@@ -8,13 +8,9 @@ Each server is a loopback ``http.server`` on a free port, in a thread, stopped a
 
 from __future__ import annotations
 
-import contextlib
-import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -24,50 +20,10 @@ from compiler.cli import main
 from compiler.live.backtest import Interval, Result
 from compiler.live.client import MAX_ANSWER_BYTES
 from compiler.live.summary import render_markdown, render_table, summarise
-from tests import live_data, servers
+from tests import live_data
+from tests.servers import Route, Seen, hostile, send
 
 BUILDINFO = {"status": "success", "data": {"version": "2.42.0", "revision": "x"}}
-Seen = list[tuple[str, str, dict[str, str]]]
-Route = Callable[[BaseHTTPRequestHandler], None]
-
-
-@contextmanager
-def hostile(route: Route, seen: Seen) -> Iterator[str]:
-    """A loopback server that records each request (method, path, headers) and lets ``route`` answer it."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def answer(self) -> None:
-            seen.append((self.command, self.path, dict(self.headers)))
-            length = int(self.headers.get("Content-Length") or 0)
-            if length:
-                self.rfile.read(length)
-            with contextlib.suppress(OSError):  # the client hung up (a deadline cut it)
-                route(self)
-
-        do_GET = answer  # noqa: N815 - http.server's names
-        do_POST = answer  # noqa: N815
-
-        def log_message(self, *args: Any) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", servers.free_port()), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def send(handler: BaseHTTPRequestHandler, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> None:
-    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
-    handler.send_response(status)
-    for name, value in {"Content-Type": "application/json", "Content-Length": str(len(raw)), **(headers or {})}.items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(raw)
 
 
 def prometheus(query_data: Any, version: str = "2.42.0") -> Route:
@@ -295,6 +251,19 @@ def huge_answer(declare: bool, sent: list[int]) -> Route:
     return route
 
 
+# -- 7. answers without end (property finds, tests/live/test_property_new_surfaces.py) ------------------
+
+
+def _lying_length(length: str, status: int = 200) -> Route:
+    def route(handler: BaseHTTPRequestHandler) -> None:
+        if status == 200 or not handler.path.startswith("/api/v1/status/buildinfo"):
+            send(handler, b'{"status": "success", "data": []}', status, {"Content-Length": length})
+        else:
+            send(handler, BUILDINFO)
+
+    return route
+
+
 @pytest.mark.parametrize("declare", [True, False], ids=["content-length", "streamed"])
 def test_unbounded_work_answer_size(tree: Path, capsys: pytest.CaptureFixture[str], declare: bool) -> None:
     sent = [0]
@@ -307,3 +276,55 @@ def test_unbounded_work_answer_size(tree: Path, capsys: pytest.CaptureFixture[st
     # The client stopped reading at the cap: the server could not send its 150 MB (the socket buffers
     # hold a few MB more than the client read).
     assert sent[0] < MAX_ANSWER_BYTES + 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize("status", [200, 500])
+@pytest.mark.parametrize("length", [str(10**12), str(10**20)])
+def test_unbounded_answer_size_announced(
+    tree: Path, capsys: pytest.CaptureFixture[str], length: str, status: int
+) -> None:
+    """A Content-Length past what fits in memory (or in an index) is refused before reading, on a success
+    and on an error answer: it was exit 70 (MemoryError, OverflowError)."""
+    with hostile(_lying_length(length, status), []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--timeout", "5")
+    assert (code, out) == (2, ""), err
+    assert "internal error" not in err and err.count("\n") == 1
+    if status == 200:
+        assert f"with more than 64 MiB ({int(length):,} bytes declared), the limit of one answer" in err
+    else:
+        assert "answered HTTP 500" in err
+
+
+def test_unbounded_answer_size_streamed(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer without a Content-Length that goes on past the limit is cut there, not read to the end;
+    the limit is lowered to 1 MiB so the test streams 1 MiB, not 256."""
+    from compiler.live import client
+
+    monkeypatch.setattr(client, "MAX_ANSWER_BYTES", 1024 * 1024)
+    sent = [0]
+
+    def endless(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.end_headers()  # no Content-Length: the body ends when the connection does
+        handler.wfile.write(b'{"status": "success", "data": {"version": "')
+        while sent[0] < 64 * 1024 * 1024:
+            handler.wfile.write(b"x" * 65_536)
+            sent[0] += 65_536
+
+    with hostile(endless, []) as url:
+        code, out, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree), "--timeout", "5")
+    assert (code, out) == (2, ""), err
+    assert "with more than 1 MiB, the limit of one answer" in err
+    assert sent[0] < 16 * 1024 * 1024
+
+
+def test_deep_nesting_in_an_error_answer(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error answer (HTTP 500) nested too deep for the JSON parser: its message is left out, the status
+    is reported (it was exit 70, RecursionError)."""
+    deep = b'{"error": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with hostile(lambda h: send(h, deep, 500), []) as url:
+        code, _, err = run(capsys, "preflight", "--prometheus", url, "--specs", str(tree))
+    assert code == 2 and "answered HTTP 500" in err and "internal error" not in err

@@ -176,3 +176,29 @@ def test_malformed_openslo(tmp_path: Path, run_cli: RunCli) -> None:
         assert code == 1, (name, stderr)
         assert f"{name}.yml:{where}" in stderr, (name, stderr)
     assert _spec_keys(tmp_path / "out") == []
+
+
+def test_raw_format_characters_in_import_output(tmp_path: Path, run_cli: RunCli) -> None:
+    """A bidi override (U+202E) or another format character in a name or label value is printed and
+    written as its escape: raw, it would reorder what the terminal or an editor shows (property find)."""
+    tier, severity = _yaml_str("web\u202etxt.exe"), _yaml_str("x\u200b\U000e0001")
+    labels = f"labels:\n  tier: {tier}\n  severity: {severity}\n"
+    (tmp_path / "s.yml").write_text(_sloth(name="\u202ereq", labels=labels), encoding="utf-8")
+    code, stdout, stderr = run_cli(["import", "sloth", "s.yml", "--out", "out"], tmp_path)
+    assert code == 0, stderr
+    assert "SLO \\u202ereq" in stdout and "severity=x\\u200b\\U000e0001" in stdout
+    (path,) = (tmp_path / "out").glob("*.yaml")
+    text = path.read_text(encoding="utf-8")
+    assert not [char for char in stdout + text if char in "\u202e\u200b\U000e0001"]
+    assert yaml.safe_load(text)["labels"]["tier"] == "web\u202etxt.exe"  # the value itself, escaped in YAML
+
+
+def test_blank_line_in_import_diagnostics(tmp_path: Path, run_cli: RunCli) -> None:
+    """Every stderr line of a failed import is ``path:line:col: message``; no blank line after the
+    diagnostics (property find: `import openslo` of a Sloth file)."""
+    (tmp_path / "s.yml").write_text(_sloth(), encoding="utf-8")
+    code, _, stderr = run_cli(["import", "openslo", "s.yml", "--out", "out"], tmp_path)
+    assert code == 1
+    assert stderr.splitlines() == [
+        "s.yml:1:1: not an OpenSLO document (apiVersion None): expected one of ('openslo/v1alpha', 'openslo/v1')"
+    ]
