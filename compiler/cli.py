@@ -109,6 +109,7 @@ def _output_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     for name, text in (
         ("generate", "compile the specs into the output directory, atomically"),
         ("check", "exit 1 when the output directory is not what the specs generate"),
+        ("test", "run the output's promtool tests and Alertmanager routing tests (promtool and amtool on PATH)"),
     ):
         sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
@@ -412,6 +413,34 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    """The generated proof: promtool tests and routing tests; a stale output is said first, and fails the run."""
+    from compiler import testrun
+
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    _, files = compiled
+    stale = stale_files(files, args.out)
+    if stale:
+        for problem in stale:
+            print(f"{printable(args.out)}: {printable(problem)}", file=sys.stderr)
+        print(
+            f"slo-compiler: {printable(args.out)} is stale (not what the specs generate); testing it as it is. Run "
+            f"`slo-compiler generate --specs {printable(str(args.specs))} --out {printable(str(args.out))}`",
+            file=sys.stderr,
+        )
+    try:
+        outcome = testrun.run(args.out)
+    except testrun.ToolMissingError as exc:
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    for failure in testrun.report(outcome):
+        print(failure, file=sys.stderr)
+    print(f"slo-compiler: {testrun.summary(outcome)}" + ("; the output is stale" if stale else ""))
+    return EXIT_PROBLEMS if outcome.failures or stale else EXIT_OK
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     return write_schemas(args.out)
 
@@ -707,8 +736,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "backtest": cmd_backtest,
     "import": cmd_import,
     "init": cmd_init,
+    "test": cmd_test,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff", "preflight", "backtest"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "test", "diff", "preflight", "backtest"})
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -7,11 +7,13 @@ once, and ``slo-compiler test`` runs its proof (promtool and amtool, the real bi
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
-from compiler import starter
+from compiler import starter, testrun
 from tests.conftest import RunCli
 
 
@@ -93,3 +95,68 @@ def test_init_into_an_unwritable_directory_is_one_line(run_cli: RunCli, tmp_path
     code, _, err = run_cli(["init", "locked"], tmp_path)
     assert code == 2
     assert "cannot write" in err and "Traceback" not in err
+
+
+def test_first_hour_from_an_empty_directory_init_generate_test(run_cli: RunCli, tmp_path: Path) -> None:
+    """The README's quick start: init, generate, test, each exit 0; the proof runs on promtool and amtool."""
+    assert run_cli(["init"], tmp_path)[0] == 0
+    code, out, err = run_cli(["generate"], tmp_path)
+    assert code == 0, err
+    code, out, err = run_cli(["test"], tmp_path)
+    assert code == 0, out + err
+    cases = yaml.safe_load((tmp_path / "generated" / testrun.ROUTING_TESTS).read_text(encoding="utf-8"))
+    assert out.endswith(f"slo-compiler: 4 promtool test file(s) passed, {len(cases)} routing case(s) passed\n")
+
+
+def test_test_names_the_failing_case_of_a_hand_broken_output_and_says_it_is_stale(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
+    assert run_cli(["init"], tmp_path)[0] == 0
+    assert run_cli(["generate"], tmp_path)[0] == 0
+    tests = tmp_path / "generated" / "prometheus" / "tests"
+    for other in ("apiserver-read-latency", "coredns-servfail"):  # only the broken file runs: a faster test
+        (tests / f"{other}.test.yaml").unlink()
+    broken = tests / "apiserver-watchers.test.yaml"
+    broken.write_text(
+        broken.read_text(encoding="utf-8").replace('alertstate="firing", cluster="cluster-a"', 'alertstate="firing"'),
+        encoding="utf-8",
+    )
+    routing = tmp_path / "generated" / testrun.ROUTING_TESTS
+    routing.write_text(
+        routing.read_text(encoding="utf-8").replace("  - platform-page\n", "  - platform-ticket\n", 1), encoding="utf-8"
+    )
+    code, out, err = run_cli(["test"], tmp_path)
+    assert code == 1
+    assert "generated is stale (not what the specs generate); testing it as it is" in err
+    assert (
+        "generated/prometheus/tests/apiserver-watchers.test.yaml: promtool test failed: "
+        "'ApiserverWatchersAboveNormalRange: 22000 beyond the max 20000 is pending, fires after 30m, "
+        "and resolves when the value returns'\n"
+    ) in err
+    assert (
+        "generated/alertmanager/routing-tests.yaml: routing case 1 (alertname=ApiserverReadLatencyErrorBudgetBurn, "
+        "severity=page, team=platform): expected platform-ticket, got platform-page\n"
+    ) in err
+    assert "1 promtool test file(s) passed" in out and ", 2 failed; the output is stale" in out
+    code, _, err = run_cli(["check"], tmp_path)
+    assert code == 1
+    assert "out of date: prometheus/tests/apiserver-watchers.test.yaml" in err
+
+
+def test_test_without_promtool_or_amtool_is_a_usage_error_with_the_install_hint(
+    run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run_cli(["init"], tmp_path)[0] == 0
+    assert run_cli(["generate"], tmp_path)[0] == 0
+    promtool = shutil.which("promtool")
+    assert promtool is not None
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    code, _, err = run_cli(["test"], tmp_path)
+    assert code == 2
+    assert "slo-compiler: promtool not found: install Prometheus's promtool (Debian/Ubuntu: apt-get install" in err
+    (empty / "promtool").symlink_to(promtool)
+    code, _, err = run_cli(["test"], tmp_path)
+    assert code == 2
+    assert "slo-compiler: amtool not found: install Alertmanager's amtool" in err

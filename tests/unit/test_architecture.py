@@ -55,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     "write": {"diagnostics"},
     "importers": {"diagnostics", "promql", "text", "model", "source"},
     "starter": {"text"},
-    "testrun": {"text", "targets"},
+    "testrun": {"promql", "text", "targets"},
     "cli": {
         "root",
         "diagnostics",
