@@ -1,4 +1,4 @@
-"""Command line: ``slo-compiler validate|generate|check|explain|diff|schemas|preflight|backtest``.
+"""Command line: ``slo-compiler init|validate|generate|check|test|explain|diff|schemas|preflight|backtest|import``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
 ``path:line:col: message``) or, for ``check``, a stale ``generated/``, for ``preflight`` a spec
@@ -75,12 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Show one spec's rules, windows, thresholds, estimated series and routing in one view.",
     )
     explain.add_argument("spec", help="the spec's name")
-    for name, text in (
-        ("generate", "compile the specs into the output directory, atomically"),
-        ("check", "exit 1 when the output directory is not what the specs generate"),
-    ):
-        sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
-        sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
+    _output_parsers(commands, common)
     diff = commands.add_parser(
         "diff",
         parents=[common],
@@ -105,7 +100,35 @@ def _parser() -> argparse.ArgumentParser:
     schemas.add_argument("--out", type=Path, required=True, help="directory to write the schema files into")
     _live_parsers(commands, common)
     _import_parser(commands)
+    _init_parser(commands)
     return parser
+
+
+def _output_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
+    """The commands that read or write ``--out``: generate, check, test."""
+    for name, text in (
+        ("generate", "compile the specs into the output directory, atomically"),
+        ("check", "exit 1 when the output directory is not what the specs generate"),
+        ("test", "run the output's promtool tests and Alertmanager routing tests (promtool and amtool on PATH)"),
+    ):
+        sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
+        sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
+
+
+def _init_parser(commands: Any) -> None:
+    """``init [DIR] [--force]``: a starter repository that validates, generates and tests at once."""
+    sub = commands.add_parser(
+        "init",
+        help="write a working starter: owners, project, one spec per family, a CI job and a pre-commit hook",
+        description=(
+            "Write into DIR a starter that validates and generates at once: slo_specs/owners.yaml (one team), "
+            "slo_specs/project.yaml, one small spec per family, .github/workflows/slo.yaml and "
+            ".pre-commit-config.yaml, and a .gitignore line. Existing files are not overwritten (exit 1, "
+            "each named) unless --force; symbolic links are refused and nothing is written outside DIR."
+        ),
+    )
+    sub.add_argument("dir", nargs="?", type=Path, default=Path(), metavar="DIR", help="where (default: .)")
+    sub.add_argument("--force", action="store_true", help="replace starter files that already exist")
 
 
 def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
@@ -390,6 +413,34 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_test(args: argparse.Namespace) -> int:
+    """The generated proof: promtool tests and routing tests; a stale output is said first, and fails the run."""
+    from compiler import testrun
+
+    compiled = _compiled(args)
+    if isinstance(compiled, int):
+        return compiled
+    _, files = compiled
+    stale = stale_files(files, args.out)
+    if stale:
+        for problem in stale:
+            print(f"{printable(args.out)}: {printable(problem)}", file=sys.stderr)
+        print(
+            f"slo-compiler: {printable(args.out)} is stale (not what the specs generate); testing it as it is. Run "
+            f"`slo-compiler generate --specs {printable(str(args.specs))} --out {printable(str(args.out))}`",
+            file=sys.stderr,
+        )
+    try:
+        outcome = testrun.run(args.out)
+    except testrun.ToolMissingError as exc:
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    for failure in testrun.report(outcome):
+        print(failure, file=sys.stderr)
+    print(f"slo-compiler: {testrun.summary(outcome)}" + ("; the output is stale" if stale else ""))
+    return EXIT_PROBLEMS if outcome.failures or stale else EXIT_OK
+
+
 def cmd_schemas(args: argparse.Namespace) -> int:
     return write_schemas(args.out)
 
@@ -650,6 +701,23 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from compiler.starter import StarterError, init, next_steps
+
+    try:
+        written = init(args.dir, args.force)
+    except StarterError as exc:
+        for problem in exc.problems:
+            print(f"slo-compiler: {printable(problem)}", file=sys.stderr)
+        print(f"slo-compiler: init wrote nothing into {printable(str(args.dir))}", file=sys.stderr)
+        return EXIT_USAGE if exc.usage else EXIT_PROBLEMS
+    for done, path in written:
+        print(f"{done} {printable(str(args.dir / path))}")
+    print(f"slo-compiler: wrote the starter ({len(written)} file(s)) into {printable(str(args.dir))}")
+    print(next_steps(args.dir))
+    return EXIT_OK
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     from compiler.importers import import_files
 
@@ -667,8 +735,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "preflight": cmd_preflight,
     "backtest": cmd_backtest,
     "import": cmd_import,
+    "init": cmd_init,
+    "test": cmd_test,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "diff", "preflight", "backtest"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "test", "diff", "preflight", "backtest"})
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -173,3 +173,13 @@ def test_schemas_upgrades_its_own_copies_and_leaves_other_files_alone(run_cli: R
     ]
     assert (vendored / "owners.schema.json").read_text(encoding="utf-8") == '{"$id": "https://example.com/owners.json"}\n'
     assert not (vendored / "project.schema.json").exists()
+
+
+def test_init_then_generate_run_from_the_installed_wheel(installed: Installed, tmp_path: Path) -> None:
+    """The starter is package data: `init` in an empty directory, then `generate` there, succeed."""
+    repo = tmp_path / "new-repo"
+    init = installed.venv.run([installed.venv.bin / "slo-compiler", "init", repo], installed.elsewhere)
+    assert init.returncode == 0, init.stderr
+    generate = installed.venv.run([installed.venv.bin / "slo-compiler", "generate"], repo)
+    assert generate.returncode == 0, generate.stderr
+    assert "wrote 24 file(s) for 3 spec(s) to generated" in generate.stdout

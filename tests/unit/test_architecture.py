@@ -36,6 +36,8 @@ STAGES = {
     "compiler.live": "live",
     "compiler.write": "write",
     "compiler.importers": "importers",
+    "compiler.starter": "starter",
+    "compiler.testrun": "testrun",
 }
 
 # What each stage may import (besides itself and the standard library / third parties).
@@ -52,6 +54,8 @@ ALLOWED: dict[str, set[str]] = {
     "live": {"diagnostics", "promql", "text", "model", "plan"},
     "write": {"diagnostics"},
     "importers": {"diagnostics", "promql", "text", "model", "source"},
+    "starter": {"text"},
+    "testrun": {"promql", "text", "targets"},
     "cli": {
         "root",
         "diagnostics",
@@ -65,6 +69,8 @@ ALLOWED: dict[str, set[str]] = {
         "live",
         "write",
         "importers",
+        "starter",
+        "testrun",
     },
 }
 
