@@ -111,7 +111,8 @@ def _read_document(
 ) -> list[Draft | Refusal]:
     """One document (or one entry of a top-level list), by its version fields."""
     if not isinstance(data, dict):
-        diagnostics.error(document.position(base), f"not a {_title(fmt)} document: expected a mapping")
+        article = "an" if fmt == "openslo" else "a"
+        diagnostics.error(document.position(base), f"not {article} {_title(fmt)} document: expected a mapping")
         return []
     api, version = data.get("apiVersion"), data.get("version")
     if fmt == "sloth" and base == () and version is not None:
