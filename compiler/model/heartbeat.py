@@ -19,7 +19,7 @@ from compiler.model import labels as lbl
 
 ALERT_NAME = "SloCompilerHeartbeat"
 LABEL_VALUE = "heartbeat"  # slo_compiler="heartbeat": not "true", so no team route or inhibit rule ever matches it
-EVALUATOR = "evaluator"
+EVALUATOR = lbl.EVALUATOR
 SEVERITY = "none"  # as kube-prometheus's Watchdog: a value no severity route of a merged config expects
 GROUP_NAME = "slo-compiler.heartbeat"  # a dot: no spec's group (slo-<spec name, a DNS label>) can be named so
 RUNBOOK_PATH = "runbooks/HEARTBEAT.md"  # upper case: no spec's runbook (<spec name>.md) can be named so

@@ -34,6 +34,8 @@ BURN_FACTOR = "burn_factor"
 # On the conditions' recorded series (which condition) and on a broken assumption's ticket (which assumption).
 CONDITION = "condition"
 ASSUMPTION = "assumption"
+# On the heartbeat alert: which evaluator (engine) it comes from; its routes match on it.
+EVALUATOR = "evaluator"
 # On slo_info only: which spec version and objective produced the rules.
 SPEC_HASH = "spec_hash"
 OBJECTIVE = "objective"
@@ -53,7 +55,7 @@ INFO_LABELS = frozenset({SLO, TEAM, FAMILY, SPEC_HASH, OBJECTIVE, PERIOD})
 ALERT_LABELS = frozenset(
     {SEVERITY, TEAM, SLO, FAMILY, SLO_COMPILER, SHADOW, AUTOMATION, LONG_WINDOW, SHORT_WINDOW, BURN_FACTOR, ASSUMPTION}
 )
-ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SLO_COMPILER, SHADOW, AUTOMATION})
+ROUTING_LABELS = frozenset({ALERTNAME, SLO, SEVERITY, TEAM, SLO_COMPILER, SHADOW, AUTOMATION, EVALUATOR})
 PROMETHEUS_LABELS = frozenset({METRIC_NAME, ALERTNAME, ALERTSTATE, BUCKET_BOUND})
 
 _WHY: tuple[tuple[frozenset[str], str], ...] = (

@@ -130,6 +130,6 @@ def test_alertmanager_repeat_interval_over_retention_is_refused(run_cli: RunCli,
     code, out, err = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert (code, out) == (1, ""), err
     assert err.startswith(
-        "specs/project.yaml:7:66: repeat_interval 168h is longer than the 120h limit, the time Alertmanager keeps "
+        "specs/project.yaml:10:66: repeat_interval 168h is longer than the 120h limit, the time Alertmanager keeps "
         "its notification log (--data.retention default)"
     ), err

@@ -283,7 +283,7 @@ def _written_label_names(model: Model) -> set[str]:
     routes = [config["route"]]
     while routes:
         route = routes.pop()
-        found.update(route.get("group_by", []))
+        found.update(label for label in route.get("group_by", []) if label != "...")  # "...": every label
         found.update(_matcher_label(matcher) for matcher in route.get("matchers", []))
         routes.extend(route.get("routes", []))
     for rule in config["inhibit_rules"]:
