@@ -49,6 +49,7 @@ def label_cardinality(profile: ClusterProfile, label: str) -> int:
         "flow_schema": 12,
         "reason": 4,
         "device": 4,
+        "port": 2,  # an HCA's ports (node_infiniband_*): 1 or 2
         "profile": 2,
         "queue": 4,
         "operation": 6,

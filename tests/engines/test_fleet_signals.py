@@ -53,6 +53,8 @@ FLEET_SPECS = (
     "node-filesystem-inodes",
     "node-file-descriptors",
     "node-oom-kills",
+    # issue 27 item 3: InfiniBand ports (units instance, device, port; in shadow)
+    "infiniband-port-errors",
 )
 
 FLEET_SPEC = """\

@@ -369,6 +369,44 @@ PROMETHEUS_RELOAD_FAILED = Incident(
     ),
 )
 
+IB_NODE, _IB_ADDRESS = _node("gpu-train", "a", 20), "10.1.1.30:9100"
+
+
+def _ib_ticket(instance: str) -> Expectations:
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-network",
+                START + 20,
+                alertname="InfiniBandPortErrorsUnitAboveCriticalRange",
+                severity="ticket",
+                matchers=(("cluster", "prod-east"), ("instance", instance), ("device", "mlx5_3"), ("port", "1")),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            (
+                f'round(sum(rate(node_infiniband_symbol_error_total{{instance=~"{_IB_ADDRESS}|{IB_NODE}",device="mlx5_3"}}'
+                f"[5m])), 0.001)",
+                START + 10,
+                0.05,
+            ),
+        ),
+    )
+
+
+# A degrading cable on one GPU node's mlx5_3: 0.05 symbol errors per second from START; the port's 5m rate
+# passes 0.01/s within two minutes, and the (shadow) ticket naming node, device and port fires 15 minutes later.
+IB_BAD_CABLE = Incident(
+    "infiniband-bad-cable",
+    "The cable of one GPU node's HCA mlx5_3 degrades: its port counts 3 symbol errors a minute; the other 287 "
+    "ports of the pool stay clean.",
+    _base(START + 20).with_node_faults({IB_NODE: (Fault("ib-port-errors", START, ratio=0.05),)}),
+    _ib_ticket(_IB_ADDRESS),
+    on=(("kube-prometheus-stack", _ib_ticket(_IB_ADDRESS)), ("kube-prometheus", _ib_ticket(IB_NODE))),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -380,4 +418,5 @@ INCIDENTS = (
     FILEFD_LEAK,
     OOM_KILLS,
     PROMETHEUS_RELOAD_FAILED,
+    IB_BAD_CABLE,
 )

@@ -21,6 +21,15 @@ from boot, restarting at 0 after a reboot; one node in seven sees a container OO
 own limit about once an hour. Faults: ``inodes-full`` (the containerd filesystem's free inode
 share falls to ``ratio``), ``filefd-leak`` (allocated handles at ``ratio`` of fs.file-max),
 ``oom-kills`` (``ratio`` kills per second).
+
+InfiniBand (collector/infiniband_linux.go at v1.12.1: labels ``device`` and ``port``, :134;
+``node_infiniband_port_errors_received_total`` :211, ``_symbol_error_total`` :219,
+``_link_downed_total`` :200): a GPU node has 8 single-port HCAs, mlx5_0 to mlx5_7, whose
+counters start at the symbol errors the link counted while it trained at boot and stay there;
+one port in 40 counts a symbol error every few hours. A node without an HCA exports none of
+them, but every node reports ``node_scrape_collector_success{collector="infiniband"}``, 1 with
+HCAs and 0 without (ErrNoData, collector/collector.go:164-176). Fault: ``ib-port-errors``
+(``ratio`` symbol errors per second on mlx5_3 port 1: a degrading cable).
 """
 
 from __future__ import annotations
@@ -51,12 +60,13 @@ def _base(node: Node, stack: StackView) -> dict[str, str]:
 
 
 def series_for(world: World, cluster: Cluster, stack: StackView) -> list[Series]:
-    """Clock, filesystem, file-table and OOM-kill series of every node of the cluster."""
+    """Clock, filesystem, file-table, OOM-kill and InfiniBand series of every node of the cluster."""
     out: list[Series] = []
     for node in world.nodes(cluster):
         base = _base(node, stack)
         out += _timex(world, node, base) + _filesystems(world, node, base)
         out += _filefd(world, node, base) + _oom_kills(world, node, base)
+        out += _infiniband(world, node, base)
     return out
 
 
@@ -189,3 +199,36 @@ def _oom_kills(world: World, node: Node, base: dict[str, str]) -> list[Series]:
 
     kills = counter(rate, count, start=float(seed % 4))
     return [series("node_vmstat_oom_kill", base, [None if v is None else float(int(v)) for v in kills])]
+
+
+IB_FAULT_DEVICE = "mlx5_3"
+
+
+def _infiniband(world: World, node: Node, base: dict[str, str]) -> list[Series]:
+    """Eight single-port HCAs on a GPU node, none elsewhere; the collector's success on every node."""
+    scraped, count, seed = _scraped(world, node), world.samples, _seed(node)
+    has_hca = node.pool.startswith("gpu")
+    success = gauge(lambda i: (1.0 if has_hca else 0.0) if scraped(i) else None, count)
+    out = [series("node_scrape_collector_success", {**base, "collector": "infiniband"}, success)]
+    if not has_hca:
+        return out
+    for index in range(8):
+        device = f"mlx5_{index}"
+        labels = {**base, "device": device, "port": "1"}
+        usual = 1 / 10800 if (seed + index) % 40 == 0 else 0.0
+
+        def symbols(i: int, device: str = device, usual: float = usual) -> float | None:
+            if not scraped(i):
+                return None
+            fault = world.node_fault(node, "ib-port-errors", minute_of(i)) if device == IB_FAULT_DEVICE else None
+            return fault.ratio if fault is not None else usual
+
+        trained = float((seed >> index) % 3)
+        symbol = [None if v is None else float(int(v)) for v in counter(symbols, count, start=trained)]
+        zero = gauge(lambda i: 0.0 if scraped(i) else None, count)
+        out += [
+            series("node_infiniband_symbol_error_total", labels, symbol),
+            series("node_infiniband_port_errors_received_total", labels, zero),
+            series("node_infiniband_link_downed_total", labels, zero),
+        ]
+    return out

@@ -66,7 +66,8 @@ class Fault:
     gone), ``joins`` (the node does not exist until ``end``: the cluster-autoscaler adds it then;
     it reports Ready false for its first ``JOIN_NOT_READY_MIN`` minutes), ``inodes-full`` (the
     containerd filesystem's free inode share falls to ``ratio``), ``filefd-leak`` (allocated file
-    handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second).
+    handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second),
+    ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1).
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
     ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed).
     """

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from compiler.model import Condition
 from compiler.model.windows import minutes
 from compiler.targets.prometheus import AlertRule
+from compiler.targets.prometheus.proof import timing
 from compiler.targets.prometheus.proof.asserts import firing_exactly, nothing_until
 from compiler.targets.prometheus.proof.conditions import State
 from compiler.targets.prometheus.proof.context import SpecContext
@@ -83,5 +84,13 @@ def _ticket(ctx: SpecContext, condition: Condition, state: State, words: str) ->
     )
     firing_exactly(ctx, group, fires, [rule], None, ctx.slice_a)
     others = [r.name for r in ctx.rules if r.kind == "assumption"]
-    nothing_until(group, fires, {"slo": ctx.slo.name}, excluding=others)
+    # Before the SLI's first value (a rate needs two samples) its no-data alert is briefly pending, as in
+    # Prometheus and as the calm baseline allows; alerts that may fire while the first windows fill
+    # (``timing.warming``) are judged once they are whole. Firing is judged from minute 0.
+    warming = {name: end for name, end in timing.warming(ctx.rules, ctx.inputs).items() if name not in others}
+    since = max([ctx.first, *warming.values()])
+    if since > 0:
+        firing = {"slo": ctx.slo.name, "alertstate": "firing"}
+        nothing_until(group, fires, firing, excluding=sorted({*others, *warming}))
+    nothing_until(group, fires, {"slo": ctx.slo.name}, since=since, excluding=others)
     return group
