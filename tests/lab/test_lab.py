@@ -36,6 +36,8 @@ def _expected_healthy(the_lab: lab.Lab) -> set[tuple[str, str, str]]:
     assert status, "node_exporter exports no node_timex_sync_status"
     unsynchronised = any(float(sample["value"][1]) == 0 for sample in status)
     return set(UNSYNCHRONISED_CLOCK) if unsynchronised else set()
+
+
 # What preflight reports as a problem on the healthy lab, each true: the lab runs no apiserver, so the
 # apiserver write errors that confirm etcd-member-availability's quorum page have no series.
 EXPECTED_PROBLEMS = {("etcd-member-availability", "confirmation")}

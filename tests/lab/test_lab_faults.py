@@ -141,7 +141,7 @@ def test_leader_changes_from_stopping_the_leader_twice_ticket_the_apiserver_team
 def test_db_quota_nospace_alarm_pages_the_apiserver_team_and_resolves_after_defrag_and_disarm(
     running: lab.Lab,
 ) -> None:
-    """One follower restarted with a 16 MiB --quota-backend-bytes; 1 MiB values fill its backend past the quota:
+    """One follower restarted with a 16 MiB --quota-backend-bytes; 256 KiB values fill its backend past the quota:
     etcd raises the NOSPACE alarm and refuses writes, and etcd-db-quota's critical range (> 0.95) pages (its
     ticket, > 0.8, is inhibited by the page on the same instance). Delete, compact, defragment, disarm: resolved."""
     _quiet(running, "EtcdDBQuotaAboveCriticalRange")
@@ -150,10 +150,13 @@ def test_db_quota_nospace_alarm_pages_the_apiserver_team_and_resolves_after_defr
     _restart(member)
     sink = Sink(running, "platform-apiserver-page", "EtcdDBQuotaAboveCriticalRange")
     started = time.monotonic()
-    value = base64.b64encode(os.urandom(1024 * 1024)).decode()
+    # etcd refuses a write when the backend plus that write would pass the quota, so the size it stops at is
+    # the quota less up to one value: with 1 MiB values that is 0.94 of it, under the page's 0.95, at times.
+    # 256 KiB values stop it above 0.98.
+    value = base64.b64encode(os.urandom(256 * 1024)).decode()
     refused = ""
     try:
-        for i in range(40):
+        for i in range(160):
             key = base64.b64encode(f"lab/fill-{i}".encode()).decode()
             request = urllib.request.Request(
                 f"{member.client_url}/v3/kv/put",
@@ -170,6 +173,10 @@ def test_db_quota_nospace_alarm_pages_the_apiserver_team_and_resolves_after_defr
                 break
         assert refused, "etcd never refused a write: the quota was not reached"
         assert "NOSPACE" in _etcdctl(member, "alarm", "list")
+        ratio = f'etcd_mvcc_db_total_size_in_bytes / etcd_server_quota_backend_bytes{{instance="{member.instance}"}}'
+        assert servers.wait_until(lambda: running.prometheus.query(f"{ratio} > 0.95"), 30, 0.5), (
+            running.prometheus.query(ratio)
+        )
         alert = sink.wait("firing")
         fired = time.monotonic() - started
         _labels(alert, "etcd-db-quota", "page", "platform-apiserver")
