@@ -12,9 +12,9 @@ alertname and the slice labels its summary names), cause first, as the cause fir
   24 pools of the zone the node-readiness page, its normal-range and 1h/5m burn tickets, and
   the per-node tickets of its 104 nodes;
 * etcd quorum loss in c2 (every member up, none with a leader): the etcd-leader page, then
-  the apiserver-5xx page, the apiserver read-latency burn pages (both pairs, each scope), the
-  write-latency burn pages, the scheduler-backlog page, and the node-readiness page of every
-  pool-zone (node leases expire).
+  etcd's own gRPC failure pages (three methods), the apiserver-5xx page, the apiserver
+  read-latency burn pages (both pairs, each scope), the write-latency burn pages, the
+  scheduler-backlog page, and the node-readiness page of every pool-zone (node leases expire).
 
 Pages are counted where they arrive, at the sink, once the longest page ``group_wait`` (30 s)
 has passed: each POST is one notification. Tickets wait 5 minutes before their first
@@ -111,6 +111,9 @@ def zone_partition(rules: Path, cluster: str) -> tuple[list[dict[str, Any]], lis
     return cause, symptoms
 
 
+GRPC_METHODS = (("etcdserverpb.KV", "Txn"), ("etcdserverpb.KV", "Range"), ("etcdserverpb.Lease", "LeaseGrant"))
+
+
 def quorum_loss(rules: Path, cluster: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(cause, symptoms): etcd without a leader on every member; the apiserver, scheduler and node pages."""
     members = [{"cluster": cluster, "instance": f"10.0.0.{index}:2379"} for index in range(1, 6)]
@@ -138,6 +141,10 @@ def quorum_loss(rules: Path, cluster: str) -> tuple[list[dict[str, Any]], list[d
                 )
             )
     symptoms.append(alert(rules, "scheduler-backlog", "SchedulerBacklogAboveCriticalRange", values))
+    # etcd's own gRPC calls fail Unavailable on every method without a leader (the lab's real etcd shows it)
+    for service, method in GRPC_METHODS:
+        grpc = {**values, "grpc_service": service, "grpc_method": method}
+        symptoms.append(alert(rules, "etcd-grpc-failures", "EtcdGRPCFailuresAboveCriticalRange", grpc))
     for zone in ZONES:
         for pool in POOLS:
             slice_ = {**values, "label_node_pool": pool, "label_topology_kubernetes_io_zone": zone}
@@ -217,10 +224,10 @@ def test_a_zone_partition_and_a_quorum_loss_each_page_their_owner_once(tmp_path:
         "platform-nodes-ticket": 2 * pools + pools * NODES_PER_POOL + 1,
     }
     assert quorum["pages"] == {"platform-apiserver-page": 1} and not quorum["tickets"], quorum
-    # Held back: 5xx, write latency (one group, both pairs), read latency (a group per scope);
-    # the scheduler backlog; every pool-zone's node-readiness page.
+    # Held back: 5xx, write latency (one group, both pairs), read latency (a group per scope), etcd's
+    # gRPC failures (a group per method); the scheduler backlog; every pool-zone's node-readiness page.
     assert quorum["held"] == {
-        "platform-apiserver-page": 2 + len(SCOPES),
+        "platform-apiserver-page": 2 + len(SCOPES) + len(GRPC_METHODS),
         "platform-scheduling-page": 1,
         "platform-nodes-page": pools * len(ZONES),
     }, quorum
@@ -233,7 +240,7 @@ def test_the_page_that_holds_back_names_what_it_holds_back() -> None:
     etcd = rule(rules, "etcd-leader", "EtcdNoLeaderBelowNormalRange")
     for page, held in (
         (zone, ["node-readiness"]),
-        (etcd, ["apiserver-5xx", "apiserver-read-latency", "scheduler-backlog"]),
+        (etcd, ["apiserver-5xx", "apiserver-read-latency", "scheduler-backlog", "etcd-grpc-failures"]),
     ):
         text = page["annotations"]["holds_back"]
         for spec in held:
