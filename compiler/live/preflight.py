@@ -295,6 +295,13 @@ class Preflight:
             if not missing:
                 continue
             share = "all" if missing == matched else f"{missing} of {matched}"
+            if label in slo.slice.optional_labels:
+                message = (
+                    f"{role.name}: {share} of its series lack slice label {label}, which the spec declares optional "
+                    "(slice.optional_labels): the slices are coarser here, as the spec's comments explain"
+                )
+                found.append(Finding("slice-label", "note", text, message, {"label": label, "missing": missing}))
+                continue
             message = (
                 f"{role.name}: {share} of its series lack slice label {label}; they are summed into a slice "
                 f'with {label}="" that no owner recognises (a relabeling or another exporter version?)'
@@ -397,12 +404,13 @@ class Preflight:
         for label in slo.slice.by:
             empty = sum(1 for labels, _ in presence if not labels.get(label))
             if empty:
+                optional = label in slo.slice.optional_labels
                 message = (
                     f"{empty} slice(s) have no {label} label: the series they sum lack it (or a join did not attach it)"
+                    + (", which the spec allows (slice.optional_labels)" if optional else "")
                 )
-                found.append(
-                    Finding("slice-label", "problem", f"slice {label}", message, {"label": label, "slices": empty})
-                )
+                status: Status = "note" if optional else "problem"
+                found.append(Finding("slice-label", status, f"slice {label}", message, {"label": label, "slices": empty}))
         return found
 
     def now(self, spec: SpecPlan, raw: dict[str, str]) -> list[Finding]:

@@ -100,6 +100,8 @@ class Slice:
     # where slice.component is written, for the plan's notes
     component_at: Position | None = field(default=None, compare=False)
     by_at: Position | None = field(default=None, compare=False)  # where slice.by is written, for the plan's warnings
+    # slice labels a supported version leaves off (slice.optional_labels): preflight notes, not problems
+    optional_labels: tuple[str, ...] = ()
 
     @property
     def joined_labels(self) -> tuple[str, ...]:

@@ -42,6 +42,13 @@ def read_slice(r: SpecReader) -> Slice:
     for label in cardinality:
         if label not in by:
             r.error(("slice", "cardinality"), f"slice.cardinality names '{label}', which is not in slice.by")
+    optional = r.label_names(("slice", "optional_labels"), raw.get("optional_labels", []))
+    for index, label in enumerate(optional):
+        if label not in by:
+            r.error(
+                ("slice", "optional_labels", index),
+                f"slice.optional_labels names '{label}', which is not in slice.by",
+            )
     return Slice(
         by=by,
         matchers=tuple(m for m in matchers if m.name != "__name__"),
@@ -50,6 +57,7 @@ def read_slice(r: SpecReader) -> Slice:
         component=raw.get("component"),
         component_at=r.doc.position(("slice", "component")) if raw.get("component") is not None else None,
         by_at=r.doc.key_position(("slice", "by")),
+        optional_labels=optional,
     )
 
 

@@ -72,7 +72,21 @@ NODE_SPECS = (
     "node-clock-sync",
     "node-filesystem-space",
 )
-LAB_SPECS = ETCD_SPECS + NODE_SPECS
+# Prometheus and Alertmanager scrape themselves, as kube-prometheus-stack's ServiceMonitors do: the monitoring
+# specs judge the lab's own monitoring (job names: compiler/model/stacks.py, release kube-prometheus-stack).
+PROMETHEUS_JOB = "kube-prometheus-stack-prometheus"
+ALERTMANAGER_JOB = "kube-prometheus-stack-alertmanager"
+MONITORING_SPECS = (
+    "alertmanager-notification-failures",
+    "monitoring-config-reload",
+    "prometheus-head-series",
+    "prometheus-notification-errors",
+    "prometheus-rule-evaluation-failures",
+    "prometheus-rule-group-lag",
+    "prometheus-scrape-sample-limit",
+    "telemetry-cardinality-per-job",
+)
+LAB_SPECS = ETCD_SPECS + NODE_SPECS + MONITORING_SPECS
 
 
 def etcd_available() -> bool:
@@ -228,14 +242,17 @@ def lab_rules(workdir: Path) -> list[Path]:
     return paths
 
 
-def lab_alertmanager_config(workdir: Path, hook_port: int) -> Path:
-    """The generated Alertmanager config, every receiver one webhook named after it, timers in seconds."""
+def lab_alertmanager_config(workdir: Path, hook_port: int, broken: frozenset[str] = frozenset()) -> Path:
+    """The generated Alertmanager config, every receiver one webhook named after it, timers in seconds; the
+    ``broken`` receivers post to a port nothing listens on (a rotated secret's or a dead endpoint's failures)."""
     config = yaml.safe_load((GENERATED / "alertmanager" / "alertmanager.yaml").read_text())
+    closed = servers.free_port()
     for receiver in config["receivers"]:
         name = receiver["name"]
         for key in [k for k in receiver if k.endswith("_configs")]:
             del receiver[key]
-        receiver["webhook_configs"] = [{"url": f"http://127.0.0.1:{hook_port}/{name}", "send_resolved": True}]
+        port = closed if name in broken else hook_port
+        receiver["webhook_configs"] = [{"url": f"http://127.0.0.1:{port}/{name}", "send_resolved": True}]
 
     def speed_up(route: dict[str, Any]) -> None:
         for key, value in (("group_wait", "1s"), ("group_interval", "2s"), ("repeat_interval", "1h")):
@@ -254,7 +271,9 @@ def lab_alertmanager_config(workdir: Path, hook_port: int) -> Path:
     return path
 
 
-def scrape_configs(members: list[Member], node_exporter_port: int) -> list[dict[str, Any]]:
+def scrape_configs(
+    members: list[Member], node_exporter_port: int, prometheus_port: int, alertmanager_port: int
+) -> list[dict[str, Any]]:
     """Static scrape configs with the job names and target labels kube-prometheus-stack's ServiceMonitors give."""
     etcd_targets = [
         {
@@ -282,17 +301,42 @@ def scrape_configs(members: list[Member], node_exporter_port: int) -> list[dict[
             },
         }
     ]
+    monitoring = [
+        (
+            job,
+            [
+                {
+                    "targets": [f"127.0.0.1:{port}"],
+                    "labels": {
+                        "cluster": CLUSTER,
+                        "namespace": "monitoring",
+                        "service": job,
+                        "endpoint": "http-web",
+                        "container": container,
+                        "pod": f"{container}-{job}-0",
+                    },
+                }
+            ],
+        )
+        for job, port, container in (
+            (PROMETHEUS_JOB, prometheus_port, "prometheus"),
+            (ALERTMANAGER_JOB, alertmanager_port, "alertmanager"),
+        )
+    ]
     return [
         {"job_name": ETCD_JOB, "scrape_interval": "1s", "scrape_timeout": "1s", "static_configs": etcd_targets},
         {"job_name": NODE_JOB, "scrape_interval": "1s", "scrape_timeout": "1s", "static_configs": node_targets},
+        *(
+            {"job_name": job, "scrape_interval": "1s", "scrape_timeout": "1s", "static_configs": targets}
+            for job, targets in monitoring
+        ),
     ]
 
 
 @contextmanager
 def prometheus(
-    workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]]
+    workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]], port: int
 ) -> Iterator[servers.Prometheus]:
-    port = servers.free_port()
     config: dict[str, Any] = {
         "global": {"evaluation_interval": "2s", "scrape_interval": "1s"},
         "rule_files": [str(path) for path in rules],
@@ -369,14 +413,16 @@ def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[s
 
 
 @contextmanager
-def running(workdir: Path, node_rootfs: Path | None = None, etcd: str = "etcd") -> Iterator[Lab]:
+def running(
+    workdir: Path, node_rootfs: Path | None = None, etcd: str = "etcd", broken: frozenset[str] = frozenset()
+) -> Iterator[Lab]:
     with ExitStack() as stack:
         members = stack.enter_context(etcd_cluster(workdir / "etcd", etcd))
         load = stack.enter_context(load_on(members))
         exporter_url, exporter_port = stack.enter_context(node_exporter(workdir, node_rootfs))
         sink = stack.enter_context(servers.webhook())
-        am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port)))
-        prom = stack.enter_context(
-            prometheus(workdir, lab_rules(workdir), am.port, scrape_configs(members, exporter_port))
-        )
+        am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port, broken)))
+        port = servers.free_port()
+        scrapes = scrape_configs(members, exporter_port, port, am.port)
+        prom = stack.enter_context(prometheus(workdir, lab_rules(workdir), am.port, scrapes, port))
         yield Lab(workdir, members, prom, am, sink, load, exporter_url)

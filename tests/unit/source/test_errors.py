@@ -400,3 +400,10 @@ def test_jsonnet_specs_compile_like_yaml_ones(run_cli: RunCli, tmp_path: Path, s
     code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert (code, stderr) == (0, "")
     assert "3 spec(s) valid" in stdout
+
+
+def test_optional_slice_label_not_in_slice_by(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
+    edit(slo_file, "  by: [cluster]\n", "  by: [cluster]\n  optional_labels: [cluster, zone]\n")
+    stderr = validate(run_cli, tmp_path, problems=1)
+    message = message_at(stderr, f"{SLO}:9:30")
+    assert "slice.optional_labels names 'zone', which is not in slice.by" in message
