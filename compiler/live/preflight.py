@@ -410,7 +410,8 @@ class Preflight:
                     + (", which the spec allows (slice.optional_labels)" if optional else "")
                 )
                 status: Status = "note" if optional else "problem"
-                found.append(Finding("slice-label", status, f"slice {label}", message, {"label": label, "slices": empty}))
+                detail = {"label": label, "slices": empty}
+                found.append(Finding("slice-label", status, f"slice {label}", message, detail))
         return found
 
     def now(self, spec: SpecPlan, raw: dict[str, str]) -> list[Finding]:
