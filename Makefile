@@ -14,7 +14,7 @@ CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver etcd etcdctl prometheus-node-exporter
 DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver etcd-server etcd-client prometheus-node-exporter
 
-.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest clean
+.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -96,5 +96,8 @@ bench-backtest: $(DEV) ## backtest the library over 14 days of a synthetic clust
 
 bench: bench-backtest
 
+docs: $(DEV) ## build the manual (docs/, MkDocs) into site/, strict: a broken link, anchor or example fails
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 clean: ## remove the virtualenv and caches
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .cache site

@@ -65,7 +65,7 @@ class Refusal:
 NAME_OK = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 ALERT_NAME_OK = re.compile(r"^[A-Z][A-Za-z0-9]{0,127}$")
 LABEL_NAME_OK = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-# Labels and annotations the compiler sets itself (README "Team conventions").
+# Labels and annotations the compiler sets itself (docs/project.md "Team conventions").
 OWN_LABELS = frozenset(
     {
         "severity",

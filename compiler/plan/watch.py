@@ -36,7 +36,7 @@ class PlanWarning:
 NO_HEARTBEAT = (
     "nothing watches the watcher: no heartbeat is configured, so when Prometheus stops evaluating "
     "(OOM-looping, down) or Alertmanager is down, nobody is paged and the silence looks like health; "
-    'set heartbeat.receiver in project.yaml (README: "Watching the watcher")'
+    'set heartbeat.receiver in project.yaml (docs/project.md: "Watching the watcher")'
 )
 FOREIGN_DROPPED = (
     'the root receiver drops alerts the compiler did not make (without slo_compiler="true", e.g. '
@@ -75,5 +75,5 @@ def per_unit_page_warning(slo: SLO, severities: tuple[str, ...]) -> PlanWarning 
         slo.slice.by_at or slo.position,
         f"slice.by has {', '.join(units)}, so {slo.name} pages once per {units[0]}: a fault on {count:,} "
         f"{PER_UNIT_LABELS[units[0]]} would page {count:,} times; judge the units as a fleet (`fleet:`) so one "
-        'unit is a ticket and many are one page (README: "Fleet signals")',
+        'unit is a ticket and many are one page (docs/spec-reference.md: "Fleet signals")',
     )

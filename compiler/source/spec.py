@@ -151,7 +151,7 @@ def _owner(r: SpecReader) -> Team | None:
             f"unknown owner '{owner_name}': no owners.yaml (no Owners document with teams) in the spec directory, "
             "so every owner is unknown; create owners.yaml with apiVersion: slo-compiler/v1, kind: Owners and "
             f"teams: [{{name: {owner_name}, contact: ..., receivers: {{page: [...], ticket: [...]}}}}] "
-            '(README: "Quick start")',
+            '(docs/getting-started.md: "Quick start")',
         )
     elif team is None:
         hint = suggest(owner_name, sorted(r.teams))

@@ -497,11 +497,11 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     model = alert_plan.model
     header = _GENERATED.format(count=len(model.slos))
     fragment_header = (
-        header + '# A fragment, not a configuration. To merge it into an existing one (README: "Merging\n'
-        "# fragment.yaml\"): put `routes` first in your root route's `routes` (they match only\n"
-        '# alerts labelled slo_compiler="true", or "heartbeat", so they take none of yours), append\n'
-        "# `receivers` and `inhibit_rules`, list templates/slo-compiler.tmpl under `templates`, set the\n"
-        "# global smtp_* settings if a receiver sends e-mail, then run `amtool check-config` on the\n"
+        header + "# A fragment, not a configuration. To merge it into an existing one\n"
+        '# (docs/project.md: "Merging fragment.yaml"): put `routes` first in your root route\'s `routes`\n'
+        '# (they match only alerts labelled slo_compiler="true", or "heartbeat", so they take none of yours),\n'
+        "# append `receivers` and `inhibit_rules`, list templates/slo-compiler.tmpl under `templates`, set\n"
+        "# the global smtp_* settings if a receiver sends e-mail, then run `amtool check-config` on the\n"
         "# result. Your root route keeps deciding where alerts the compiler did not make go.\n"
     )
     tests_header = (

@@ -1,6 +1,6 @@
-"""The README's CI job and the shipped pre-commit hooks work as written, on a copy of the repository.
+"""The manual's CI job and the shipped pre-commit hooks work as written, on a copy of the repository.
 
-The commands come from the README section "Use in CI" and from ``.pre-commit-hooks.yaml``,
+The commands come from the section "Use in CI" of docs/commands.md and from ``.pre-commit-hooks.yaml``,
 never restated here, so the documentation cannot drift from what is tested: the job's
 ``run:`` steps run one by one in a fresh venv (``pip install .`` included) and each hook is
 called the way pre-commit calls it (its ``entry``, plus the matching file names when it takes
@@ -21,35 +21,28 @@ from typing import Any
 
 import pytest
 import yaml
-from markdown_it import MarkdownIt
 
 from compiler.source.load import discover
+from tests.docs import section
 from tests.venvs import REPO_ROOT, Venv, copy_checkout, create_venv
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
-README = REPO_ROOT / "README.md"
 HOOKS_FILE = REPO_ROOT / ".pre-commit-hooks.yaml"
 SECTION = "Use in CI"
 BROKEN_SPEC = Path("slo_specs") / "node-network-errors" / "cluster-dns-servfail.yaml"
 OTHER_SPEC = Path("slo_specs") / "node-network-errors" / "node-readiness.yaml"
 
 
-def readme_snippets() -> list[Any]:
-    """The YAML code blocks of the README section "Use in CI", parsed."""
-    tokens = MarkdownIt().parse(README.read_text(encoding="utf-8"))
-    blocks, inside = [], False
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.tag == "h2":
-            inside = tokens[index + 1].content == SECTION
-        elif inside and token.type == "fence" and token.info.strip() == "yaml":
-            blocks.append(yaml.safe_load(token.content))
-    return blocks
+def doc_snippets() -> list[Any]:
+    """The YAML code blocks of the section "Use in CI" of docs/commands.md, parsed."""
+    blocks, _ = section("commands.md", SECTION)
+    return [yaml.safe_load(text) for info, text in blocks if info == "yaml"]
 
 
 def job_steps() -> list[str]:
-    """The ``run:`` steps of the README's CI job, in order."""
-    (workflow,) = [block for block in readme_snippets() if "jobs" in block]
+    """The ``run:`` steps of the manual's CI job, in order."""
+    (workflow,) = [block for block in doc_snippets() if "jobs" in block]
     (job,) = workflow["jobs"].values()
     return [step["run"] for step in job["steps"] if "run" in step]
 
@@ -59,8 +52,8 @@ def compiler_steps() -> list[str]:
     return [step for step in job_steps() if step.startswith("slo-compiler ")]
 
 
-def readme_hook_ids() -> list[str]:
-    (config,) = [block for block in readme_snippets() if "repos" in block]
+def doc_hook_ids() -> list[str]:
+    (config,) = [block for block in doc_snippets() if "repos" in block]
     (repo,) = config["repos"]
     return [hook["id"] for hook in repo["hooks"]]
 
@@ -93,7 +86,7 @@ class Job:
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> Job:
-    """The README's CI job, run step by step in a fresh venv on a copy of the repository."""
+    """The manual's CI job, run step by step in a fresh venv on a copy of the repository."""
     root = tmp_path_factory.mktemp("ci")
     repo = copy_checkout(root / "repo", "slo_specs", "generated")
     venv = create_venv(root / "venv", with_pip=True)
@@ -155,7 +148,7 @@ def test_the_ci_job_fails_on_a_broken_spec_and_on_stale_output(job: Job, tmp_pat
 
 def test_the_hooks_run_the_ci_jobs_commands() -> None:
     hooks = shipped_hooks()
-    assert readme_hook_ids() == list(hooks) == ["slo-compiler-validate", "slo-compiler-check"]
+    assert doc_hook_ids() == list(hooks) == ["slo-compiler-validate", "slo-compiler-check"]
     assert [hook["entry"] for hook in hooks.values()] == compiler_steps()
     validate, check = hooks.values()
     assert (validate["language"], validate["pass_filenames"]) == ("python", True)

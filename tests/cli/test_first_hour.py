@@ -98,7 +98,7 @@ def test_init_into_an_unwritable_directory_is_one_line(run_cli: RunCli, tmp_path
 
 
 def test_first_hour_from_an_empty_directory_init_generate_test(run_cli: RunCli, tmp_path: Path) -> None:
-    """The README's quick start: init, generate, test, each exit 0; the proof runs on promtool and amtool."""
+    """The quick start (docs/getting-started.md): init, generate, test, each exit 0; promtool and amtool run."""
     assert run_cli(["init"], tmp_path)[0] == 0
     code, out, err = run_cli(["generate"], tmp_path)
     assert code == 0, err

@@ -2,7 +2,7 @@
 
 Each vendored mixin (``tests/fixtures/mixins/<folder>/``, with its licence and a SOURCE file
 naming the repository, path and commit) ships ``alert_rule_test`` entries: at ``eval_time`` the
-mixin's alert fires (``exp_alerts`` listed) or is silent (none). For every mixin alert the README's
+mixin's alert fires (``exp_alerts`` listed) or is silent (none). For every mixin alert the manual's
 coverage table marks covered or improved, each such entry is a ``Case``: the same
 ``input_series``, with the job labels translated to the stack the library compiles for
 (``slo_specs/project.yaml``'s ``scrape_profile``, read through ``compiler.model.stacks``) and the
@@ -10,7 +10,7 @@ series listed in ``ADDITIONS`` added, each with why a real cluster has it.
 
 ``probe`` asks promtool two questions per case, on the library's rule files (or on the mixin's
 own rendered rules, on the untranslated input): which of the alerts fire at ``eval_time``, and the
-first minute each fired by ``eval_time`` plus the lag the README documents for it. promtool answers
+first minute each fired by ``eval_time`` plus the lag the manual documents for it. promtool answers
 them as failures listing what each query returned (as ``compiler.review.behaviour`` does), tagged
 with ``or vector(-k)`` so every answer is found again.
 """
@@ -28,7 +28,7 @@ import yaml
 
 from compiler.model.stacks import BUILT_IN_STACKS
 from compiler.promql.samples import parse_samples
-from tests.unit.test_readme_coverage import TABLES
+from tests.unit.test_docs_coverage import TABLES
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "mixins"
@@ -38,7 +38,7 @@ CLAIMED = ("covered", "improved")
 
 @dataclass(frozen=True)
 class Mixin:
-    name: str  # the README's heading: "### <name> (<n> alerts)"
+    name: str  # the heading in docs/library.md: "### <name> (<n> alerts)"
     folder: str  # under tests/fixtures/mixins/
     test_files: tuple[str, ...]  # relative to the folder, as the mixin ships them
     rules: str  # the mixin's alerts rendered from its jsonnet (see SOURCE)
@@ -85,8 +85,8 @@ class Case:
     alert: str  # the mixin's alert
     minute: int  # eval_time
     fires: bool  # the mixin's test expects its alert at eval_time
-    ours: tuple[str, ...]  # the README row's alerts
-    spec_files: tuple[str, ...]  # the README row's specs, as rule files
+    ours: tuple[str, ...]  # the docs row's alerts
+    spec_files: tuple[str, ...]  # the docs row's specs, as rule files
     input_series: tuple[tuple[str, str], ...]  # as the mixin wrote it
     translated: tuple[tuple[str, str], ...] = field(default=())  # on the stack, with the additions
 
@@ -145,7 +145,7 @@ def minutes(text: str) -> int:
 
 
 def claimed_rows(mixin: Mixin) -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
-    """Mixin alert -> (our specs, our alerts), for the README's covered and improved rows."""
+    """Mixin alert -> (our specs, our alerts), for the manual's covered and improved rows."""
     rows = TABLES[mixin.name][2]
     return {row[0]: (tuple(row[1].split(", ")), tuple(row[2].split(", "))) for row in rows if row[3] in CLAIMED}
 

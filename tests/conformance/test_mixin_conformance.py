@@ -1,6 +1,6 @@
 """The mixins' own test cases, run on the library's equivalent specs (issue 25, item 4).
 
-For every alert the README's coverage table marks covered or improved and its mixin has a promtool
+For every alert the coverage table (docs/library.md) marks covered or improved and its mixin has a promtool
 test for, each ``alert_rule_test`` entry is a case (``mixins.cases``): the library's rule files for
 the row's specs (``generated/``, compiled for ``slo_specs/project.yaml``'s stack) run on the mixin's
 ``input_series`` with the job labels of that stack and the additions listed in ``verdicts.ADDITIONS``;

@@ -1,6 +1,6 @@
 """The verdict on each mixin test case, and what the cases add to the mixins' inputs.
 
-Kept apart from the test module so the README check (tests/unit/test_readme_coverage.py) reads it
+Kept apart from the test module so the docs check (tests/unit/test_docs_coverage.py) reads it
 without starting promtool.
 """
 
@@ -90,7 +90,7 @@ VERDICTS: dict[str, tuple[str, str]] = {
     f"{_K}#1 KubeAPIDown @10m": (
         "earlier",
         "KubeAPIServerTargetsBelowNormalRange pages at 10m: the one apiserver's up is 0 at minute 5, under half up "
-        "for 5 minutes (the README: pages after 5 minutes, the mixin 15); the mixin's test expects it at 25m",
+        "for 5 minutes (the manual: pages after 5 minutes, the mixin 15); the mixin's test expects it at 25m",
     ),
     f"{_K}#1 KubeAPIDown @25m": ("agree", ""),
     f"{_K}#2 KubeletDown @10m": ("agree", ""),

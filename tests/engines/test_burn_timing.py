@@ -6,7 +6,7 @@ for longer than the longest window, then a step to an error ratio. The workbook 
 threshold); a pair evaluated every minute can fire no sooner than the first evaluation past
 it plus ``for``, and every case below fires exactly then. Before the windows were sums of
 non-overlapping blocks, pages fired 2-4 minutes and tickets up to an hour later (the table in
-README "How the rules are built").
+docs/rules.md "How the rules are built").
 
 Each run evaluates every rule each minute for the whole input, so the outage run (three days
 of history, for the 3d window) is the slow one, about half a minute on an idle machine; the

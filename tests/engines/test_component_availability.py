@@ -223,7 +223,7 @@ PROMTOOL_CASES: dict[str, dict[str, Any]] = {
 
 
 def test_shipped_apiserver_availability_rules_judge_targets_in_promtool(tmp_path: Path) -> None:
-    """The generated rules, fed one ``up`` series per target: the claims of the README table.
+    """The generated rules, fed one ``up`` series per target: the claims of the table in docs/spec-reference.md.
 
     Each case is its own promtool test group; a broken case fails with promtool's own message.
     """

@@ -397,7 +397,7 @@ KUBE_PROMETHEUS_STACK = {
 
 
 def merge_fragment(base: dict[str, Any], fragment: dict[str, Any], template: Path, full: dict[str, Any]) -> Any:
-    """The README's merge procedure, step by step."""
+    """The merge procedure of docs/project.md, step by step."""
     merged = yaml.safe_load(yaml.safe_dump(base))  # a deep copy
     merged["route"]["routes"] = [*fragment["routes"], *merged["route"].get("routes", [])]  # 1. ours first
     taken = {receiver["name"] for receiver in merged["receivers"]}

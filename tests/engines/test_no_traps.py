@@ -9,8 +9,9 @@
 - the output is the same whatever the working directory and the form of ``--specs``;
 - declared buckets that contradict the catalogue are an error unless ``buckets_override``;
 - ``persistence`` is needed only by a band without its own ``for``;
-- the README's quick start runs as written, its annotated example is a valid spec with its
-  required fields marked, and its SLI table lists only fields of each kind.
+- the quick start (docs/getting-started.md) runs as written, the spec reference's annotated
+  example is a valid spec with its required fields marked, and its SLI table lists only fields
+  of each kind.
 
 Specs are run through the CLI in-process (``compiler.cli.main``) with cwd at a temp tree;
 the generated tests run in the real promtool.
@@ -31,14 +32,13 @@ from typing import Any
 
 import pytest
 import yaml
-from markdown_it import MarkdownIt
 
 from compiler.cli import main
 from compiler.source.schema import SCHEMA_DIR
 from tests.conftest import REPO_ROOT, SLO_RELATIVE, VALID_SLO, make_spec_tree
+from tests.docs import page, section
 
 SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
-README = REPO_ROOT / "README.md"
 
 SHARE = (
     "sum by (cluster) (rate(cache_hits_total[5m])) / (sum by (cluster) (rate(cache_hits_total[5m])) "
@@ -325,33 +325,16 @@ def test_band_with_its_own_for_needs_no_persistence(tmp_path: Path) -> None:
     assert code == 0, stderr
 
 
-# -- the README ---------------------------------------------------------------------------------------------
+# -- the manual (docs/) ------------------------------------------------------------------------------------
 
 
-def readme_section(title: str) -> tuple[list[tuple[str, str]], str]:
-    """(the fenced blocks as (info, text), the prose) of the README section headed ``title``."""
-    tokens = MarkdownIt().parse(README.read_text(encoding="utf-8"))
-    blocks: list[tuple[str, str]] = []
-    prose: list[str] = []
-    inside = False
-    for index, token in enumerate(tokens):
-        if token.type == "heading_open" and token.tag == "h2":
-            inside = tokens[index + 1].content == title
-        elif inside and token.type == "fence":
-            blocks.append((token.info.strip(), token.content))
-        elif inside and token.type == "inline":
-            prose.append(token.content)
-    assert blocks, f"no README section {title!r}"
-    return blocks, "\n".join(prose)
-
-
-def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
+def test_quick_start_runs_as_written(tmp_path: Path) -> None:
     """From an empty directory its commands run as written (init, generate, test: the real promtool and amtool).
 
     ``pip install`` is the one line not run (the package is the checkout's, through a shim); every
     file the section shows is one ``init`` wrote, and every path its prose names is written.
     """
-    blocks, prose = readme_section("Quick start: a first team and spec")
+    blocks, prose = section("getting-started.md", "Quick start: a first team and spec")
     (commands,) = [text for info, text in blocks if info == "sh"]
     assert commands.startswith("pip install slo-compiler")
     commands = "\n".join(line for line in commands.splitlines() if not line.startswith("pip install"))
@@ -421,8 +404,8 @@ def _mappings(data: Any, path: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     return found
 
 
-def test_readme_annotated_example_is_valid_and_marks_exactly_the_required_fields(tmp_path: Path) -> None:
-    blocks, _ = readme_section("The spec language")
+def test_annotated_example_is_valid_and_marks_exactly_the_required_fields(tmp_path: Path) -> None:
+    blocks, _ = section("spec-reference.md", "The spec language")
     (example,) = [text for info, text in blocks if info == "yaml" and "kind: SLO" in text and "# required" in text]
     specs = tmp_path / "slo_specs"
     (specs / "api").mkdir(parents=True)
@@ -438,13 +421,13 @@ def test_readme_annotated_example_is_valid_and_marks_exactly_the_required_fields
         assert marked.get(path, set()) == required, (path, marked.get(path), required)
 
 
-def test_readme_sli_table_lists_only_fields_of_each_kind() -> None:
+def test_spec_reference_sli_table_lists_only_fields_of_each_kind() -> None:
     """It listed ``unit`` under gauge fields; unit is top-level, and ``sli.gauge.unit`` is a schema error."""
     schema = _schema()
     kinds = _node(schema, schema, ("sli",))["properties"]
     fields_anywhere = set(schema["properties"]) | {key for kind in kinds.values() for key in kind["properties"]}
     pattern = r"^\| `(" + "|".join(map(re.escape, kinds)) + r")` \| (.*?) \|"  # every kind the schema has
-    rows = re.findall(pattern, README.read_text("utf-8"), re.M)
+    rows = re.findall(pattern, page("spec-reference.md"), re.M)
     assert {kind for kind, _ in rows} == set(kinds)
     for kind, cell in rows:
         named = set(re.findall(r"`([a-z_]+)`", cell)) & fields_anywhere

@@ -2,7 +2,7 @@
 ``vmalert`` binaries of Debian's ``victoria-metrics`` 1.79 package, unpacked into ``.cache/``) and
 the real Prometheus 2.42 run the same specs over the same incident and calm data, each sending
 to its own Alertmanager, and the same alerts must reach both with the same labels. Where the
-engines differ (the label vmalert adds, when they fire) the test says so, and the README too.
+engines differ (the label vmalert adds, when they fire) the test says so, and the manual too (docs/engines.md).
 About 65 s: ``for`` costs real time."""
 
 from __future__ import annotations

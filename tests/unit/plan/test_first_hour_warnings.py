@@ -31,7 +31,7 @@ def test_per_unit_slice_pages_per_unit(run_cli: RunCli, tmp_path: Path, spec_tre
     assert stderr.splitlines() == [
         "specs/network/dns-errors.yaml:8:3: warning: slice.by has instance, "
         f"{FANOUT} as a fleet (`fleet:`) so one unit is a ticket and many are one page "
-        '(README: "Fleet signals")'
+        '(docs/spec-reference.md: "Fleet signals")'
     ]
 
 
@@ -123,5 +123,5 @@ def test_missing_owners_file_is_named(run_cli: RunCli, tmp_path: Path, spec_tree
         "specs/network/dns-errors.yaml:5:8: unknown owner 'platform-network': no owners.yaml (no Owners document "
         "with teams) in the spec directory, so every owner is unknown; create owners.yaml with apiVersion: "
         "slo-compiler/v1, kind: Owners and teams: [{name: platform-network, contact: ..., receivers: "
-        '{page: [...], ticket: [...]}}] (README: "Quick start")'
+        '{page: [...], ticket: [...]}}] (docs/getting-started.md: "Quick start")'
     )

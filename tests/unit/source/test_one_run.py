@@ -27,7 +27,7 @@ mitigation:
   escalation: Page the on-call.
 """
 
-# A gauge spec as a first-time author writes it, with `unit` where the README used to list it.
+# A gauge spec as a first-time author writes it, with `unit` where the manual used to list it.
 INFLIGHT = (
     """\
 apiVersion: slo-compiler/v1

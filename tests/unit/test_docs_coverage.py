@@ -1,6 +1,6 @@
-"""The README's coverage against the mixins says what it counts, and names only what exists.
+"""The manual's coverage against the mixins says what it counts, and names only what exists.
 
-Section "Coverage against the mixins": a summary table (per mixin its alerts and how many are
+Section "Coverage against the mixins" of docs/library.md: a summary table (per mixin its alerts and how many are
 covered, improved, partial and left out), then one table per mixin under "### <mixin> (<n> alerts)",
 a row per mixin alert. Checked here: every status is one of the four; a left-out row names no spec,
 every other row names specs of slo_specs/ and alerts those specs generate; each mixin's rows match
@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs import page
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TITLE = "## Coverage against the mixins"
 STATUSES = ("covered", "improved", "partial", "left out")
@@ -22,7 +24,7 @@ NONE = "—"
 
 
 def _section() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    text = page("library.md")
     start = text.index(f"\n{TITLE}\n")
     end = text.find("\n## ", start + 1)
     return text[start : end if end != -1 else len(text)]
@@ -125,10 +127,10 @@ KINDS = ("agree", "earlier", "prometheus-3", "differs")
 
 
 def _conformance_note() -> str:
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    text = page("proofs.md")
     start = text.index(f"\n{CONFORMANCE}\n")
     end = text.find("\n## ", start + 1)
-    return text[start:end]
+    return text[start : end if end != -1 else len(text)]
 
 
 def test_every_claimed_row_with_a_mixin_test_has_conformance_verdicts() -> None:
