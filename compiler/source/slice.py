@@ -42,7 +42,8 @@ def read_slice(r: SpecReader) -> Slice:
     for label in cardinality:
         if label not in by:
             r.error(("slice", "cardinality"), f"slice.cardinality names '{label}', which is not in slice.by")
-    optional = r.label_names(("slice", "optional_labels"), raw.get("optional_labels", []))
+    optional_raw: list[str] = raw.get("optional_labels", [])  # a list of strings: the schema checked it
+    optional = r.label_names(("slice", "optional_labels"), optional_raw)
     for index, label in enumerate(optional):
         if label not in by:
             r.error(
