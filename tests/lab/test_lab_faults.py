@@ -31,7 +31,8 @@ QUOTA = 16 * 1024 * 1024  # the small --quota-backend-bytes one member is restar
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
     workdir = tmp_path_factory.mktemp("lab-faults")
-    with lab.running(workdir, node_rootfs=workdir / "host") as the_lab:
+    broken = frozenset({"platform-network-page"})  # the notification-failure fault's receiver
+    with lab.running(workdir, node_rootfs=workdir / "host", broken=broken) as the_lab:
         # Warm-up: every SLI has data and no startup NoData is left.
         assert servers.wait_until(lambda: _no_data_gone(the_lab), 40, 1), the_lab.lab_alerts()
         yield the_lab
@@ -328,8 +329,41 @@ def test_a_full_kubelet_filesystem_tickets_the_nodes_team_and_resolves_when_free
     )
 
 
-def test_a_receiver_on_a_closed_port_is_not_in_this_lab() -> None:
-    pytest.skip(
-        "notification failures: the lab loads only the etcd and node specs (the monitoring specs, which read "
-        "Alertmanager's and Prometheus's own metrics, are not scraped or loaded yet)"
+def test_a_team_page_receiver_on_a_closed_port_reaches_the_observability_team(running: lab.Lab) -> None:
+    """platform-network's page receiver posts to a port nothing listens on (a rotated key, a dead endpoint): a
+    page for that team fails at every retry, Alertmanager counts it in alertmanager_notifications_failed_total,
+    and alertmanager-notification-failures (run on the lab's own Alertmanager metrics) reaches
+    platform-observability, whose receivers work. The network team's page itself is lost: the point."""
+    # The ticket (any failure for 10m) or, where the failures pass half the webhook integration's notifications,
+    # the page: either reaches platform-observability; the page holds the ticket back.
+    sinks = [
+        Sink(running, "platform-observability-ticket", "AlertmanagerFailedToSendAlertsAboveNormalRange"),
+        Sink(running, "platform-observability-page", "AlertmanagerFailedToSendAlertsAboveCriticalRange"),
+    ]
+    started = time.monotonic()
+    probe = {
+        "labels": {
+            "alertname": "LabNetworkProbe",
+            "slo_compiler": "true",
+            "team": "platform-network",
+            "severity": "page",
+            "cluster": lab.CLUSTER,
+        },
+        "annotations": {"summary": "a page for a team whose receiver is broken"},
+    }
+    request = urllib.request.Request(
+        f"{running.alertmanager.url}/api/v2/alerts",
+        data=json.dumps([probe]).encode(),
+        headers={"Content-Type": "application/json"},
     )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 200
+    assert servers.wait_until(lambda: any(sink.delivered("firing") for sink in sinks), 60, 0.5), sorted(
+        (a["alertname"], a["alertstate"], a.get("severity", "")) for a in running.lab_alerts()
+    )
+    fired = time.monotonic() - started
+    (alert,) = [a for sink in sinks for a in sink.delivered("firing")][:1]
+    assert alert["labels"]["slo"] == "alertmanager-notification-failures"
+    assert alert["labels"]["team"] == "platform-observability" and alert["labels"]["integration"] == "webhook"
+    assert "platform-network-page" not in running.sink.receivers()
+    print(f"\nlab: {alert['labels']['alertname']} reached platform-observability {fired:.1f}s after the page failed")
