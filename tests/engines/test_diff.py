@@ -57,6 +57,18 @@ def test_a_threshold_change_is_one_line(run_cli: RunCli, trees: tuple[Path, Path
     assert "1 changed; 6 unchanged" in out
 
 
+def test_a_static_bound_next_to_a_relative_one_is_reviewed(run_cli: RunCli, trees: tuple[Path, Path]) -> None:
+    """fixture-gauge's normal band has a max and a relative bound: moving the max is a change (was: the
+    threshold fact showed only the relative bound, so the spec counted as unchanged)."""
+    base, head = trees
+    edit(head / "gauge.yaml", "  min: 1\n  max: 200000\n", "  min: 1\n  max: 150000\n")
+    out = review(run_cli, base, head, "--no-behaviour")
+    assert "alert changed: FixtureGaugeAboveNormalRange" in out
+    assert "threshold: value > 200000 or relative: offset 1d" in out
+    assert "-> value > 150000 or relative: offset 1d" in out
+    assert "FixtureGaugeBelowNormalRange" not in out
+
+
 def test_a_window_policy_change_lists_the_pairs_it_removes(run_cli: RunCli, trees: tuple[Path, Path]) -> None:
     base, head = trees
     edit(
