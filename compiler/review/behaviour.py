@@ -217,7 +217,8 @@ def _expectation_broken(slo: SLO, case: str, timings: dict[str, Timing]) -> bool
 
 
 def scenario_breaks(slo: SLO, before: Timings, after: Timings) -> tuple[BehaviourChange, ...]:
-    """Each (scenario case, alert) whose declared expectation the new timings break, with the move that broke it."""
+    """Each (scenario, alert) whose declared expectation the new timings break: the alerts whose timing moved
+    (or, when none moved, those that fire), named by the scenario alone (its case name repeats its description)."""
     by_shape = {_shape(case): timings for case, timings in before.items()}
     changes = []
     for case, timings in after.items():
@@ -225,9 +226,11 @@ def scenario_breaks(slo: SLO, before: Timings, after: Timings) -> tuple[Behaviou
             continue
         known = case in before or _shape(case) in by_shape
         previous = before[case] if case in before else by_shape.get(_shape(case), {})
+        found = []
         for key in sorted({*timings, *previous}):
             was = str(previous[key]) if key in previous else ("never" if known else "(new case)")
             now = str(timings[key]) if key in timings else "never"
-            if was != now or key in timings:
-                changes.append(BehaviourChange(case, key, was, now, True))
+            found.append(BehaviourChange(case.split(":", 1)[0], key, was, now, True))
+        moved = [change for change in found if change.before != change.after]
+        changes += moved or [change for change in found if change.after != "never"]
     return tuple(changes)
