@@ -1,15 +1,15 @@
-"""When each alert first fires and resolves on each generated test case, measured with promtool.
+"""When each alert first goes pending, fires and resolves on generated test cases, measured with promtool.
 
-A threshold or window change is reviewed by its effect: "the page now fires at minute 37
-instead of 31". The generated tests already hold the inputs that matter (each declared
-scenario, a step to full outage, each burn pair at 1.1x and 0.9x its threshold, each band
-crossed just beyond its bound), so this module re-runs their input series against the
-spec's rules with two questions per case instead of the case's own assertions: the first
-and the last minute each alert was firing (``min_over_time`` and ``max_over_time`` of
-``timestamp(ALERTS{alertstate="firing"})`` over the case). promtool answers them as
-failures listing every alert's value, which is parsed back. Cases are matched across the
-two revisions by their name with numbers blanked, since a case name carries the
-threshold that changed.
+A range alert's change is reviewed by its effect on its own generated case (the value
+stepped just past the band): how long after the value leaves the band the alert first
+fires, before and after. A declared scenario whose expectation the new rules break is
+flagged. The generated tests already hold these inputs, so this module re-runs their input
+series against the spec's rules with two questions per case instead of the case's own
+assertions: the first and the last minute each alert was pending or firing
+(``min_over_time`` and ``max_over_time`` of ``timestamp(ALERTS)`` over the case, one answer
+per alert state). promtool answers them as failures listing every alert's value, which is
+parsed back. Scenario cases are matched across the two revisions by their name with
+numbers blanked, since a case name carries the threshold that changed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,15 @@ class Timing:
     first: int | None  # minute the alert was first firing, None if never
     last: int | None  # last firing minute
     end: int  # the case's last minute
+    pending: int | None = None  # minute the alert was first pending (its condition held), None if never
+
+    @property
+    def after_crossing(self) -> int | None:
+        """Minutes from the condition first holding (pending, or firing at once without ``for``) to firing."""
+        if self.first is None:
+            return None
+        start = self.first if self.pending is None else min(self.pending, self.first)
+        return self.first - start
 
     def __str__(self) -> str:
         if self.first is None or self.last is None:
@@ -75,7 +85,7 @@ def _case_end(group: dict[str, Any]) -> int:
 
 def _probe(group: dict[str, Any], end: int, index: int) -> dict[str, Any]:
     """The case's inputs with two questions; ``or vector(-index)`` makes each always answer, tagged."""
-    firing = 'timestamp(ALERTS{alertstate="firing"}) / 60'
+    firing = "timestamp(ALERTS) / 60"
     questions = [
         {
             "expr": f"{fn}_over_time(({firing})[{end}m:1m]) or vector(-{index})",
@@ -106,9 +116,12 @@ class BehaviourError(RuntimeError):
     """promtool could not run a case at all (not an assertion failure: those are the answers)."""
 
 
-def _parse(output: str) -> dict[tuple[int, str], dict[str, float]]:
-    """(case index, min|max) -> alert key -> minute, from promtool's failure report."""
-    answers: dict[tuple[int, str], dict[str, float]] = {}
+Answers = dict[tuple[int, str], dict[tuple[str, str], float]]
+
+
+def _parse(output: str) -> Answers:
+    """(case index, min|max) -> (alert key, alert state) -> minute, from promtool's failure report."""
+    answers: Answers = {}
     current: tuple[int, str] | None = None
     for line in output.splitlines():
         text = line.strip()
@@ -126,12 +139,14 @@ def _parse(output: str) -> dict[tuple[int, str], dict[str, float]]:
             for labels, value in samples:
                 if "alertname" not in labels:
                     continue  # the tag itself
-                key = _alert_key(labels)
+                key = (_alert_key(labels), labels.get("alertstate", "firing"))
                 found[key] = pick(found.get(key, value), value)  # the earliest or latest slice
     return answers
 
 
 def _run_cases(workdir: Path, rules: str, groups: list[dict[str, Any]]) -> Timings:
+    if not groups:
+        return {}
     ends = [_case_end(group) for group in groups]
     probes = [_probe(group, end, index + 1) for index, (group, end) in enumerate(zip(groups, ends, strict=True)) if end]
     probe = {"rule_files": [rules], "evaluation_interval": "1m", "tests": probes}
@@ -148,13 +163,20 @@ def _run_cases(workdir: Path, rules: str, groups: list[dict[str, Any]]) -> Timin
     for index, (group, end) in enumerate(zip(groups, ends, strict=True), start=1):
         first, last = answers.get((index, "min"), {}), answers.get((index, "max"), {})
         timings[group["name"]] = {
-            key: Timing(round(first[key]), round(last.get(key, first[key])), end) for key in first
+            key: Timing(
+                round(first[(key, state)]),
+                round(last.get((key, state), first[(key, state)])),
+                end,
+                round(first[(key, "pending")]) if (key, "pending") in first else None,
+            )
+            for key, state in first
+            if state == "firing"
         }
     return timings
 
 
-def measure(slo: SLO, files: dict[str, bytes]) -> Timings:
-    """Alert timings per generated test case of ``slo``, from the rendered ``files``."""
+def measure(slo: SLO, files: dict[str, bytes], wanted: Callable[[str], bool] = lambda case: True) -> Timings:
+    """Alert timings per generated test case of ``slo`` whose name is ``wanted``, from the rendered ``files``."""
     rules = rules_path(slo)
     tests = next(
         (p for p in sorted(files) if p.startswith("prometheus/") and p.endswith(f"/{slo.name}.test.yaml")), None
@@ -169,7 +191,8 @@ def measure(slo: SLO, files: dict[str, bytes]) -> Timings:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(files[path])
         rule_ref = str(document.get("rule_files", [f"../rules/{Path(rules).name}"])[0])
-        return _run_cases(workdir, rule_ref, list(document.get("tests", [])))
+        groups = [group for group in document.get("tests", []) if wanted(str(group.get("name", "")))]
+        return _run_cases(workdir, rule_ref, groups)
 
 
 def _shape(case: str) -> str:
@@ -193,17 +216,21 @@ def _expectation_broken(slo: SLO, case: str, timings: dict[str, Timing]) -> bool
     return False
 
 
-def compare_timings(slo: SLO, before: Timings, after: Timings) -> tuple[BehaviourChange, ...]:
-    """Every (case, alert) whose first fire or resolve moved, appeared or vanished."""
+def scenario_breaks(slo: SLO, before: Timings, after: Timings) -> tuple[BehaviourChange, ...]:
+    """Each (scenario, alert) whose declared expectation the new timings break: the alerts whose timing moved
+    (or, when none moved, those that fire), named by the scenario alone (its case name repeats its description)."""
     by_shape = {_shape(case): timings for case, timings in before.items()}
     changes = []
     for case, timings in after.items():
+        if not case.startswith("scenario ") or not _expectation_broken(slo, case, timings):
+            continue
         known = case in before or _shape(case) in by_shape
         previous = before[case] if case in before else by_shape.get(_shape(case), {})
-        broken = _expectation_broken(slo, case, timings)
+        found = []
         for key in sorted({*timings, *previous}):
             was = str(previous[key]) if key in previous else ("never" if known else "(new case)")
             now = str(timings[key]) if key in timings else "never"
-            if was != now or (broken and key in timings):
-                changes.append(BehaviourChange(case, key, was, now, broken))
+            found.append(BehaviourChange(case.split(":", 1)[0], key, was, now, True))
+        moved = [change for change in found if change.before != change.after]
+        changes += moved or [change for change in found if change.after != "never"]
     return tuple(changes)

@@ -51,23 +51,30 @@ def _number(value: float) -> str:
     return go_float(clean_number(value))
 
 
+def _relative_threshold(band: Range) -> str:
+    assert band.relative is not None
+    rel = band.relative
+    parts = [f"offset {_ms(rel.offset_ms)}"]
+    if rel.max_factor is not None:
+        parts.append(f"above {_number(rel.max_factor)}x")
+    if rel.min_factor is not None:
+        parts.append(f"below {_number(rel.min_factor)}x")
+    if rel.floor is not None:
+        parts.append(f"floor {_number(rel.floor)}")
+    return "relative: " + ", ".join(parts)
+
+
 def _band_threshold(band: Range, side: str | None) -> str:
-    if band.relative is not None:
-        rel = band.relative
-        parts = [f"offset {_ms(rel.offset_ms)}"]
-        if rel.max_factor is not None:
-            parts.append(f"above {_number(rel.max_factor)}x")
-        if rel.min_factor is not None:
-            parts.append(f"below {_number(rel.min_factor)}x")
-        if rel.floor is not None:
-            parts.append(f"floor {_number(rel.floor)}")
-        return "relative: " + ", ".join(parts)
+    """The static bound of the alert's side, then the relative one: a band may have both."""
+    parts = []
     if side == "Above" and band.maximum is not None:
         floor = "" if band.min_bad_events is None else f" and bad events in 5m >= {_number(band.min_bad_events)}"
-        return f"value > {_number(band.maximum)}{floor}"
+        parts.append(f"value > {_number(band.maximum)}{floor}")
     if side == "Below" and band.minimum is not None:
-        return f"value < {_number(band.minimum)}"
-    return "outside the band"
+        parts.append(f"value < {_number(band.minimum)}")
+    if band.relative is not None:
+        parts.append(_relative_threshold(band))
+    return " or ".join(parts) or "outside the band"
 
 
 def _receivers(slo: SLO, alert: AlertSpec) -> str:
@@ -79,13 +86,24 @@ def _receivers(slo: SLO, alert: AlertSpec) -> str:
     return ", ".join(names)
 
 
+# The facts that change what a rule does (not where it is routed or what it links to).
+RULE_FACTS = frozenset({"windows", "burn factor", "threshold", "for", "keep_firing_for"})
+
+
+def alert_key(alert: AlertSpec) -> str:
+    """The alert's key in a review: its name, plus the window pair for a burn alert."""
+    if alert.burn is None:
+        return alert.name
+    return f"{alert.name} {_ms(alert.burn.long_ms)}/{_ms(alert.burn.short_ms)}"
+
+
 def _alert_facts(model: Model, spec: SpecPlan, alert: AlertSpec) -> AlertFacts:
     slo = spec.slo
     facts: list[tuple[str, str]] = [("severity", alert.severity_text)]
     key = alert.name
     if alert.burn is not None and slo.objective is not None:
         burn = alert.burn
-        key = f"{alert.name} {_ms(burn.long_ms)}/{_ms(burn.short_ms)}"
+        key = alert_key(alert)
         facts += [
             ("windows", f"{_ms(burn.long_ms)}/{_ms(burn.short_ms)}"),
             ("burn factor", _number(burn.factor)),

@@ -107,3 +107,16 @@ def _array(data: list[Any] | tuple[Any, ...], newline: str, out: list[str], defa
         separator = "," + inner
     out.append(newline)
     out.append("]")
+
+
+# Inside an HTML <script> element the text ends at the first "</script" whatever JSON means
+# there, "<!--" changes how it is read, and U+2028/U+2029 end a line in older JavaScript; these
+# characters only ever occur inside JSON strings, where a \u escape means the same character.
+_SCRIPT_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def for_script(data: Any) -> str:
+    """Compact, sorted JSON that is safe as the text of an HTML ``<script>`` element: ``<``, ``>``, ``&``,
+    U+2028 and U+2029 written as ``\\u`` escapes, so no spec text can close the element or open a comment."""
+    text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.translate(_SCRIPT_ESCAPES)

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import RunCli
-from tests.support import FIXTURE_SPECS
+from compiler.plan import plan
+from compiler.plan.quality import Quality, burn_quality, figure_text
+from compiler.text.numbers import format_value
+from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
+from tests.support import FIXTURE_SPECS, compile_tree
 
 
 @pytest.fixture
@@ -52,6 +55,18 @@ def test_a_threshold_change_is_one_line(run_cli: RunCli, trees: tuple[Path, Path
     assert "alert changed: FixtureRatioBadAboveNormalRange" in out
     assert "threshold: value > 0.01 -> value > 0.02" in out
     assert "1 changed; 6 unchanged" in out
+
+
+def test_a_static_bound_next_to_a_relative_one_is_reviewed(run_cli: RunCli, trees: tuple[Path, Path]) -> None:
+    """fixture-gauge's normal band has a max and a relative bound: moving the max is a change (was: the
+    threshold fact showed only the relative bound, so the spec counted as unchanged)."""
+    base, head = trees
+    edit(head / "gauge.yaml", "  min: 1\n  max: 200000\n", "  min: 1\n  max: 150000\n")
+    out = review(run_cli, base, head, "--no-behaviour")
+    assert "alert changed: FixtureGaugeAboveNormalRange" in out
+    assert "threshold: value > 200000 or relative: offset 1d" in out
+    assert "-> value > 150000 or relative: offset 1d" in out
+    assert "FixtureGaugeBelowNormalRange" not in out
 
 
 def test_a_window_policy_change_lists_the_pairs_it_removes(run_cli: RunCli, trees: tuple[Path, Path]) -> None:
@@ -104,17 +119,113 @@ def test_a_renamed_spec_is_a_rename_not_a_removal(run_cli: RunCli, trees: tuple[
     assert "(removed)" not in out
 
 
+def behaviour_section(out: str) -> list[str]:
+    """The lines of the text review's behaviour sections (one per changed alert or broken scenario)."""
+    lines, inside = [], False
+    for line in out.splitlines():
+        if line == "  behaviour:":
+            inside = True
+        elif inside and line.startswith("      "):
+            lines.append(line.strip())
+        else:
+            inside = False
+    return lines
+
+
 def test_behaviour_shows_when_an_alert_now_fires(run_cli: RunCli, trees: tuple[Path, Path]) -> None:
-    """A longer `for` moves the first-fire minute on every case that crosses the band; promtool measures it."""
+    """A longer `for` moves the first fire on the band's own generated case; promtool measures it."""
     base, head = trees
     edit(head / "ratio.yaml", "critical_range:\n  max: 0.03\n  for: 5m\n", "critical_range:\n  max: 0.03\n  for: 20m\n")
     out = review(run_cli, base, head, "--format", "markdown")
-    assert "| case | alert | before | after |" in out
-    rows = [
-        line for line in out.splitlines() if line.startswith("| ") and "FixtureRatioBadAboveCriticalRange |" in line
+    assert "| alert | before | after |" in out
+    rows = [line for line in out.splitlines() if line.startswith("| FixtureRatioBadAboveCriticalRange |")]
+    assert len(rows) == 1, out
+    assert "first fires 5m after the value leaves the band |" in rows[0]
+    assert rows[0].endswith("first fires 20m after the value leaves the band |")
+    text = review(run_cli, base, head)
+    assert behaviour_section(text) == [
+        "FixtureRatioBadAboveCriticalRange: fires above 3% (unchanged); "
+        "first fires 20m (was 5m) after the value leaves the band"
     ]
-    assert rows, out
-    assert any("fires 6m" in row and "fires 21m" in row for row in rows), rows
+
+
+GAUGE = """\
+sli:
+  gauge:
+    expr: 'max by (cluster) (coredns_forward_sessions)'
+    aggregate: max
+unit: bytes
+normal_range:
+  max: 500
+critical_range:
+  max: 5000
+  for: 5m
+"""
+
+
+def git_repo_with_a_gauge(repo: Path) -> Path:
+    """A repository whose ``main`` holds one gauge spec (normal max 500 bytes); returns the spec's path."""
+    spec = make_spec_tree(repo / "specs") / SLO_RELATIVE
+    spec.write_text(spec.read_text(encoding="utf-8").replace(RATIO_SLI_AND_OBJECTIVE, GAUGE), encoding="utf-8")
+    for args in (("init", "-q", "-b", "main"), ("add", "-A"), ("commit", "-q", "-m", "base")):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@e", *args], cwd=repo, check=True)
+    return spec
+
+
+def test_a_normal_range_change_shows_its_bound_and_first_fire(run_cli: RunCli, tmp_path: Path) -> None:
+    """500 -> 400: one behaviour line with the bound in the spec's unit and the first fire on the range's own
+    case, measured with promtool (was: no behaviour line at all, since no case crossed the old bound)."""
+    repo = tmp_path / "repo"
+    spec = git_repo_with_a_gauge(repo)
+    spec.write_text(spec.read_text(encoding="utf-8").replace("max: 500\n", "max: 400\n"), encoding="utf-8")
+    code, out, err = run_cli(["diff", "--specs", "specs", "--base", "main"], repo)
+    assert (code, err) == (0, ""), err
+    above = f"fires above {format_value('bytes', 400)} (was above {format_value('bytes', 500)})"
+    assert behaviour_section(out) == [
+        f"DnsErrorsAboveNormalRange: {above}; first fires 10m after the value leaves the band (unchanged)"
+    ]
+
+
+POLICY = """\
+  burn_alerts:
+    - {severity: page, long: 1h, short: 5m, factor: 13.44, for: 10m}
+    - {severity: page, long: 6h, short: 30m, factor: 5.6, for: 15m}
+"""
+
+
+def test_a_burn_policy_change_shows_detection_and_budget_before_and_after(
+    run_cli: RunCli, trees: tuple[Path, Path]
+) -> None:
+    """The 1h/5m pair waits 10m instead of 2m: its line shows the runbooks' and the catalog's figures
+    (``plan.quality``) before -> after. The 6h/30m pair the policy keeps as it was, the pairs it drops and an
+    owner change elsewhere get no line (was: a line per generated case whose timing moved)."""
+    base, head = trees
+    edit(head / "ratio.yaml", "  target: 99.9%\n  period: 28d\n", "  target: 99.9%\n  period: 28d\n" + POLICY)
+    edit(
+        head / "gauge.yaml",
+        "name: fixture-gauge\nfamily: watch-list-volume\nowner: team-a",
+        "name: fixture-gauge\nfamily: watch-list-volume\nowner: team-b",
+    )
+    out = review(run_cli, base, head)
+    assert "alert changed: FixtureRatioGoodErrorBudgetBurn 6h/30m" not in out
+    was, now = one_hour_pair(base), one_hour_pair(head)
+    assert was.budget_spent_full is not None and now.budget_spent_full is not None
+    assert now.full_outage_ms != was.full_outage_ms
+    assert behaviour_section(out) == [
+        f"FixtureRatioGoodErrorBudgetBurn 1h/5m: a full outage fires in {figure_text(now.full_outage_ms)} "
+        f"(was {figure_text(was.full_outage_ms)}); spends {now.budget_spent_full * 100:.3g}% "
+        f"(was {was.budget_spent_full * 100:.3g}%) of the 28d budget before it fires; twice the threshold fires in "
+        f"{figure_text(now.twice_threshold_ms)} (was {figure_text(was.twice_threshold_ms)})"
+    ]
+
+
+def one_hour_pair(tree: Path) -> Quality:
+    """The alert-quality figures of fixture-ratio-good's 1h/5m pair, as the runbooks and the catalog show them."""
+    spec = plan(compile_tree(tree)).of("fixture-ratio-good")
+    alert = next(a for a in spec.alerts if a.burn is not None and a.burn.long_ms == 3_600_000)
+    figures = burn_quality(spec.slo, alert)
+    assert figures is not None
+    return figures
 
 
 def test_the_default_base_is_the_merge_base_with_main(run_cli: RunCli, tmp_path: Path) -> None:
@@ -138,4 +249,3 @@ def test_the_default_base_is_the_merge_base_with_main(run_cli: RunCli, tmp_path:
     code, _, err = run_cli(["diff", "--specs", "specs", "--base", "no-such-ref"], repo)
     assert code == 2
     assert err.strip() == "slo-compiler: unknown revision 'no-such-ref'"
-

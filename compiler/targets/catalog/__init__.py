@@ -3,9 +3,12 @@
 An on-call engineer, a reviewer or a manager wants to look, not read YAML: which signals
 the platform watches, who owns each, what pages and what only opens a ticket, how fast
 each alert detects a burn, and where the runbook is. The pages are plain HTML and one
-stylesheet, with no script and no external asset, so they open from disk or from any
-static host; the charts are SVG drawn here. Every text from a spec goes through Jinja2's
-autoescaping, and the output is byte-identical across runs.
+stylesheet, with no external asset, so they open from disk or from any static host; the
+charts are SVG drawn here. The index carries its own search and sort: a small inline script
+over an index embedded as JSON in the page (no file is fetched, so it works from
+``file://``); without the script the page is the whole table. Every text from a spec goes
+through Jinja2's autoescaping, the embedded index through ``jsonout.for_script``, and the
+output is byte-identical across runs.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ from collections import defaultdict
 from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Channel, Condition, Model, Range, links
+from compiler.model.queries import source_selectors
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.plan.quality import Quality, figure_text, quality
 from compiler.promql import format_duration
 from compiler.targets.catalog.chart import burn_chart
-from compiler.text.numbers import clean_number, go_float
+from compiler.text.jsonout import for_script
+from compiler.text.numbers import clean_number, format_value, go_float
 
 ROOT = "catalog"
 STYLE = "style.css"
@@ -45,14 +51,15 @@ def _number(value: float) -> str:
     return go_float(clean_number(value))
 
 
-def describe_range(band: Range | None) -> str:
+def describe_range(band: Range | None, unit: str) -> str:
+    """Where the value belongs, in the spec's unit: ``at most 0.25s``, ``at least 80%``, a relative bound."""
     if band is None:
         return "—"
     parts = []
     if band.minimum is not None:
-        parts.append(f"at least {_number(band.minimum)}")
+        parts.append(f"at least {format_value(unit, band.minimum)}")
     if band.maximum is not None:
-        parts.append(f"at most {_number(band.maximum)}")
+        parts.append(f"at most {format_value(unit, band.maximum)}")
     if band.relative is not None:
         rel = band.relative
         if rel.max_factor is not None:
@@ -75,7 +82,7 @@ def _threshold(slo: SLO, alert: AlertSpec) -> str:
         )
     if alert.band is not None:
         side = "above" if alert.side == "Above" else "below"
-        return f"{side} the {(alert.level or '').lower()} range ({describe_range(alert.band)})"
+        return f"{side} the {(alert.level or '').lower()} range ({describe_range(alert.band, slo.unit)})"
     if alert.condition is not None:
         return f"assumption {alert.condition.name} not held in the last {format_duration(ASSUMPTION_MEMORY_MS)}"
     return "no recorded series"
@@ -145,8 +152,10 @@ def _spec_view(model: Model, spec: SpecPlan) -> dict[str, Any]:
         "state": slo.mode,
         "description": slo.description,
         "objective": _objective(slo),
-        "normal": describe_range(slo.normal_range),
-        "critical": describe_range(slo.critical_range),
+        "objective_sort": "" if slo.objective is None else f"{slo.objective.target:.9f}",
+        "normal": describe_range(slo.normal_range, slo.unit),
+        "critical": describe_range(slo.critical_range, slo.unit),
+        "metrics": list(dict.fromkeys(s.metric for s in source_selectors(slo) if s.metric)),
         "slice": ", ".join(slo.slice.by),
         "alerts": [_alert_view(model, slo, alert, i) for i, alert in enumerate(spec.alerts, start=1)],
         "receivers": _receivers(slo),
@@ -168,6 +177,22 @@ def _grouped(views: list[dict[str, Any]], key: str) -> list[tuple[str, list[dict
     for view in views:
         groups[view[key]].append(view)
     return sorted(groups.items())
+
+
+def _search_index(views: list[dict[str, Any]]) -> Markup:
+    """What the index page's search reads per spec, as JSON safe inside its ``<script>`` element."""
+    index = [
+        {
+            "name": view["name"],
+            "owner": view["team"],
+            "family": view["family"],
+            "description": view["description"],
+            "alerts": list(dict.fromkeys(alert["name"] for alert in view["alerts"])),
+            "metrics": view["metrics"],
+        }
+        for view in views
+    ]
+    return Markup(for_script(index))  # escaped for a script element by for_script, not for HTML text
 
 
 def _finish(text: str) -> bytes:
@@ -194,6 +219,7 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
         counts=counts,
         style=STYLE,
         left_out=left_out,
+        search_index=_search_index(views),
     )
     files = {f"{ROOT}/index.html": _finish(index), f"{ROOT}/{STYLE}": _finish(env.get_template("catalog.css").render())}
     page = env.get_template("catalog_spec.html.j2")

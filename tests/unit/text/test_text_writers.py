@@ -171,3 +171,18 @@ def test_complement_is_decimal() -> None:
     assert complement(0.95) == 0.05
     assert percent(complement(0.99999)) == "0.001%"
     assert complement(0.0) == 1.0
+
+
+@given(
+    st.recursive(st.text(), lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3))
+)
+@settings(max_examples=200, deadline=None)
+def test_script_json_reads_back_and_cannot_end_its_script_element(data: Any) -> None:
+    text = jsonout.for_script(data)
+    assert json.loads(text) == data
+    assert not {"<", ">", "&", "\u2028", "\u2029"} & set(text)
+
+
+def test_script_json_escapes_a_closing_script_tag_and_line_separators() -> None:
+    text = jsonout.for_script({"d": "</script><script>alert(1)</script>\u2028<!--"})
+    assert text == ('{"d":"\\u003c/script\\u003e\\u003cscript\\u003ealert(1)\\u003c/script\\u003e\\u2028\\u003c!--"}')
