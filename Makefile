@@ -11,8 +11,8 @@ DEV := $(VENV)/.installed-dev
 PY := $(BIN)/python
 PIP := $(BIN)/pip --quiet --disable-pip-version-check
 CLI := $(PY) -m compiler
-DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver etcd etcdctl prometheus-node-exporter
-DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver etcd-server etcd-client prometheus-node-exporter
+DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver etcd etcdctl prometheus-node-exporter strace
+DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver etcd-server etcd-client prometheus-node-exporter strace
 
 .PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest docs clean
 

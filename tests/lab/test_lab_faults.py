@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -279,6 +280,52 @@ def test_two_members_stopped_lose_quorum_and_page_the_apiserver_team_once(runnin
         f"\nlab: quorum lost: EtcdNoLeaderBelowNormalRange reached the sink {fired:.1f}s after the stop, "
         f"resolved {resolved:.1f}s after the restart; pages sent: {sorted(firing_pages)}"
     )
+
+
+def test_slow_fsync_on_a_follower_tickets_the_apiserver_team_for_that_member(running: lab.Lab) -> None:
+    """strace delays every fdatasync of one follower by 0.7 s (its WAL's fsync; the kernel does the rest): p99 of
+    etcd_disk_wal_fsync_duration_seconds over 5m passes 0.5 s, so etcd-wal-fsync-latency's normal range (the
+    mixin's etcdHighFsyncDurations warning) tickets platform-apiserver for that member's instance; under 1 s and
+    the election timeout, nothing pages. It resolves once the 5m window forgets the slow fsyncs (not waited)."""
+    if shutil.which("strace") is None:
+        pytest.skip("strace is not installed: the slow-disk fault injects fdatasync delays with it")
+    _quiet(running, "EtcdWALFsyncAboveNormalRange")
+    follower = next(m for m in running.members if not m.is_leader())
+    assert follower.proc is not None
+    sink = Sink(running, "platform-apiserver-ticket", "EtcdWALFsyncAboveNormalRange")
+    started = time.monotonic()
+    delay = subprocess.Popen(
+        [
+            "strace",
+            "-f",
+            "-qq",
+            "-o",
+            "/dev/null",
+            "-p",
+            str(follower.proc.pid),
+            "-e",
+            "trace=fdatasync",
+            "-e",
+            "inject=fdatasync:delay_enter=700000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        alert = sink.wait("firing", 60)
+        fired = time.monotonic() - started
+        _labels(alert, "etcd-wal-fsync-latency", "ticket", "platform-apiserver")
+        assert alert["labels"]["instance"] == follower.instance
+        assert not _pages(running, "etcd-wal-fsync-latency")
+    finally:
+        delay.terminate()  # strace detaches: the member runs on at full speed
+        try:
+            delay.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            delay.kill()
+            delay.wait(timeout=10)
+    assert servers.wait_until(follower.healthy, 30)
+    print(f"\nlab: EtcdWALFsyncAboveNormalRange reached the sink {fired:.1f}s after fdatasync slowed to 0.7s")
 
 
 def test_a_full_kubelet_filesystem_tickets_the_nodes_team_and_resolves_when_freed(running: lab.Lab) -> None:
