@@ -216,18 +216,28 @@ class Lab:
     sink: servers.Webhook
     load: Load
     node_exporter: str
+    specs: tuple[str, ...] = LAB_SPECS  # the specs whose rules the lab's evaluator runs
 
     def lab_alerts(self, severities: str = "page|ticket") -> list[dict[str, str]]:
-        """Pending and firing alerts of the lab-fed specs at these severities, as label sets."""
-        expr = f'ALERTS{{severity=~"{severities}", slo=~"{"|".join(LAB_SPECS)}"}}'
+        """Pending and firing alerts of the lab-fed specs at these severities, as label sets (vmalert writes
+        its ALERTS series into the lab's Prometheus, so this reads either evaluator's)."""
+        expr = f'ALERTS{{severity=~"{severities}", slo=~"{"|".join(self.specs)}"}}'
         return [series["metric"] for series in self.prometheus.query(expr)]
 
+    def no_data_gone(self) -> bool:
+        """Every spec's SLI has data and no startup NoData alert is left."""
+        values = {s["metric"]["slo"] for s in self.prometheus.query("slo:sli_value:gauge or slo:sli_total:rate5m")}
+        alerts = self.lab_alerts()
+        return set(self.specs) <= values and not [a for a in alerts if a["alertname"].endswith("NoData")]
 
-def lab_rules(workdir: Path) -> list[Path]:
-    """The generated rule files of the lab-fed specs, groups every 2s, ``for`` capped at FOR."""
+
+def lab_rules(workdir: Path, specs: tuple[str, ...] = LAB_SPECS, profile: str = "prometheus") -> list[Path]:
+    """The generated rule files of the lab-fed specs (the ``prometheus`` or ``vmalert`` profile's), groups
+    every 2s, ``for`` capped at FOR."""
     paths = []
-    for name in LAB_SPECS:
-        document = yaml.safe_load((GENERATED / "prometheus" / "rules" / f"{name}.rules.yaml").read_text())
+    folder = GENERATED / "prometheus" / "rules" if profile == "prometheus" else GENERATED / profile
+    for name in specs:
+        document = yaml.safe_load((folder / f"{name}.rules.yaml").read_text())
         for group in document["groups"]:
             group["interval"] = "2s"
             for rule in group["rules"]:
@@ -335,7 +345,7 @@ def scrape_configs(
 
 @contextmanager
 def prometheus(
-    workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]], port: int
+    workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]], port: int, *extra: str
 ) -> Iterator[servers.Prometheus]:
     config: dict[str, Any] = {
         "global": {"evaluation_interval": "2s", "scrape_interval": "1s"},
@@ -351,6 +361,7 @@ def prometheus(
         f"--web.listen-address=127.0.0.1:{port}",
         "--rules.alert.resend-delay=1s",
         "--rules.alert.for-grace-period=1s",
+        *extra,
     ]
     with servers.serving(args, port, workdir / "prometheus.log") as url:
         yield servers.Prometheus(url)
@@ -412,10 +423,47 @@ def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[s
         yield url, port
 
 
+def vmalert_binary() -> Path | None:
+    """vmalert from Debian's victoria-metrics package, unpacked into .cache/ by the Makefile."""
+    binary = REPO_ROOT / ".cache" / "victoria-metrics" / "usr" / "bin" / "vmalert"
+    return binary if binary.is_file() else None
+
+
+@contextmanager
+def vmalert(workdir: Path, rules: list[Path], prometheus_url: str, am_port: int) -> Iterator[str]:
+    """vmalert evaluating ``rules`` against the lab's Prometheus: it reads there, writes its recorded series and
+    ALERTS there by remote write, and sends alerts to the lab's Alertmanager."""
+    binary = vmalert_binary()
+    assert binary is not None
+    port = servers.free_port()
+    args = [
+        str(binary),
+        *[f"-rule={path}" for path in rules],
+        f"-datasource.url={prometheus_url}",
+        f"-remoteWrite.url={prometheus_url}",  # vmalert 1.79 appends /api/v1/write
+        "-remoteWrite.flushInterval=1s",
+        f"-notifier.url=http://127.0.0.1:{am_port}",
+        f"-httpListenAddr=127.0.0.1:{port}",
+        "-rule.resendDelay=1s",
+    ]
+    with servers.process(args, workdir / "vmalert.log") as proc:
+        url = f"http://127.0.0.1:{port}"
+        ready = servers.wait_until(lambda: urllib.request.urlopen(f"{url}/health", timeout=2).status == 200, 30)
+        if not ready or proc.poll() is not None:
+            raise RuntimeError((workdir / "vmalert.log").read_text(errors="replace")[-3000:])
+        yield url
+
+
 @contextmanager
 def running(
-    workdir: Path, node_rootfs: Path | None = None, etcd: str = "etcd", broken: frozenset[str] = frozenset()
+    workdir: Path,
+    node_rootfs: Path | None = None,
+    etcd: str = "etcd",
+    broken: frozenset[str] = frozenset(),
+    evaluator: str = "prometheus",
 ) -> Iterator[Lab]:
+    """The lab; ``evaluator="vmalert"`` runs the generated vmalert profile in vmalert instead of the rules in
+    Prometheus (the etcd and node specs: the monitoring specs judge Prometheus's own rule evaluation)."""
     with ExitStack() as stack:
         members = stack.enter_context(etcd_cluster(workdir / "etcd", etcd))
         load = stack.enter_context(load_on(members))
@@ -424,5 +472,12 @@ def running(
         am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port, broken)))
         port = servers.free_port()
         scrapes = scrape_configs(members, exporter_port, port, am.port)
+        if evaluator == "vmalert":
+            specs = ETCD_SPECS + NODE_SPECS
+            receiver = "--web.enable-remote-write-receiver"
+            prom = stack.enter_context(prometheus(workdir, [], am.port, scrapes, port, receiver))
+            stack.enter_context(vmalert(workdir, lab_rules(workdir, specs, "vmalert"), prom.url, am.port))
+            yield Lab(workdir, members, prom, am, sink, load, exporter_url, specs)
+            return
         prom = stack.enter_context(prometheus(workdir, lab_rules(workdir), am.port, scrapes, port))
         yield Lab(workdir, members, prom, am, sink, load, exporter_url)

