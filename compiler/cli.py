@@ -670,12 +670,19 @@ def cmd_backtest(args: argparse.Namespace) -> int:
 
 @dataclass(frozen=True)
 class _TuneSource:
-    """The file a spec is written in, as tune read it: its bytes, its document (with positions) and its name."""
+    """The file a spec is written in, as tune read it: its bytes, its data, its document (with positions) and
+    its name."""
 
     file: Path
     display: str
     raw: bytes
+    data: dict[str, Any]
     document: Document | None  # None: a jsonnet spec (shown, never edited: its output has no positions)
+
+    @property
+    def positions(self) -> dict[tuple[str | int, ...], tuple[int, int]]:
+        found = self.document.value_positions.items() if self.document is not None else ()
+        return {key: (where.line, where.col) for key, where in found}
 
 
 def _tune_source(spec_dir: Path, slo: SLO) -> _TuneSource:
@@ -689,10 +696,10 @@ def _tune_source(spec_dir: Path, slo: SLO) -> _TuneSource:
     if file.suffix == ".jsonnet":
         found = load_jsonnet(file, display, spec_dir, ignored)
         data = next((d.data for d in found if isinstance(d.data, dict) and d.data.get("name") == slo.name), {})
-        return _TuneSource(file, display, raw, Document(display, 0, data))
+        return _TuneSource(file, display, raw, data, None)
     documents = load_text(raw.decode("utf-8"), display, ignored)
     document = next(d for d in documents if isinstance(d.data, dict) and d.data.get("name") == slo.name)
-    return _TuneSource(file, display, raw, document if file.suffix in (".yaml", ".yml") else None)
+    return _TuneSource(file, display, raw, document.data, document)
 
 
 def _tune_spec(model: Model, name: str) -> SpecPlan | int:
@@ -735,22 +742,39 @@ def _spec_compiler(model: Model) -> Callable[[SLO], tuple[SpecPlan, bytes]]:
     return compile_spec
 
 
+def _tune_model(args: argparse.Namespace) -> Model | int:
+    """The specs' model (only the tuned spec's rules are rendered, by tune), or the exit code after its problems."""
+    model, diagnostics = compile_specs(args.specs)
+    if model is None or diagnostics:
+        sys.stderr.write(diagnostics.render())
+        print(f"slo-compiler: {len(diagnostics)} problem(s) in the specs; fix them before tuning", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print_notes(plan(model), warnings=False)
+    return model
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     from compiler.live import tune
     from compiler.live.client import LiveError
     from compiler.model.budget import estimate
+    from compiler.targets import TargetError
 
     span = _backtest_span(args)
     if isinstance(span, str):
         print(f"slo-compiler: {printable(span)}", file=sys.stderr)
         return EXIT_USAGE
-    compiled = _compiled(args, warnings=False)
-    if isinstance(compiled, int):
-        return compiled
-    model, files = compiled
+    model = _tune_model(args)
+    if isinstance(model, int):
+        return model
     spec = _tune_spec(model, args.spec)
     if isinstance(spec, int):
         return spec
+    compile_spec = _spec_compiler(plan(model).model)
+    try:
+        files = {rules_path(spec.slo): compile_spec(spec.slo)[1]}
+    except TargetError as exc:
+        sys.stderr.write(exc.diagnostics().render())
+        return EXIT_PROBLEMS
     too_many = _too_many_evaluations([spec], files, span, model.project.evaluation_interval_ms)
     if too_many:
         print(f"slo-compiler: {too_many}", file=sys.stderr)
@@ -768,13 +792,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     window = tune.Window(
         start, end, warmup, model.project.evaluation_interval_ms, expected.budget, expected.series, args.concurrency
     )
-    document = source.document
-    positions = {} if document is None else {k: (p.line, p.col) for k, p in document.value_positions.items()}
-    data = document.data if document is not None else {}
     try:
         client = _client(args, tune.Remembering)
         client.buildinfo()
-        report = tune.tune(client, spec, data, _spec_compiler(plan(model).model), window, positions)  # type: ignore[arg-type]
+        report = tune.tune(client, spec, source.data, compile_spec, window, source.positions)
     except LiveError as exc:
         print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
@@ -799,7 +820,9 @@ def _tune_output(args: argparse.Namespace, report: dict[str, Any], source: _Tune
         print(f"slo-compiler: {printable(chosen)}", file=sys.stderr)
         return EXIT_USAGE
     current = {row["key"]: row["current_text"] for row in report["knobs"]}
-    edits = {tuple(key.split(".")): c["text"] for key, c in chosen.items() if c["text"] != current[key]}
+    edits: dict[tuple[str | int, ...], str] = {
+        tuple(key.split(".")): c["text"] for key, c in chosen.items() if c["text"] != current[key]
+    }
     if source.document is None:
         return EXIT_PROBLEMS if report["problems"] else EXIT_OK
     try:

@@ -23,8 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, rules_of
+from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, needed, rules_of, warmup_ms
 from compiler.live.client import Client, Labels
+from compiler.live.coverage import when
 from compiler.live.steps import Store
 from compiler.live.summary import clipped
 from compiler.model import SLO, Range
@@ -36,6 +37,7 @@ from compiler.text.numbers import go_float
 from compiler.text.terminal import printable
 
 Section = Literal["normal_range", "critical_range"]
+Side = Literal["Above", "Below"]
 Field = Literal["maximum", "minimum", "max_factor", "min_factor", "for_ms"]
 WEEK_MS = 7 * DAY
 HEADROOM = {"normal_range": 1.2, "critical_range": 1.5}  # how far past the quantile a bound sits
@@ -107,7 +109,7 @@ class Knob:
     field: Field
     current: float
     level: Literal["Normal", "Critical"]
-    side: Literal["Above", "Below"] | None  # the alerts it judges; None: both sides
+    side: Side | None  # the alerts it judges; None: both sides
 
     @property
     def name(self) -> str:
@@ -142,32 +144,33 @@ class Candidate:
     headroom: float | None
 
 
+_BOUNDS: tuple[tuple[str, Field, Side], ...] = (
+    ("max", "maximum", "Above"),
+    ("min", "minimum", "Below"),
+    ("max_factor", "max_factor", "Above"),
+    ("min_factor", "min_factor", "Below"),
+)
+SECTIONS: tuple[Section, ...] = ("normal_range", "critical_range")
+
+
 def knobs(slo: SLO, data: Mapping[str, Any]) -> list[Knob]:
     """The values tune proposes, in the spec's order: each band's static bounds and factors, then its wait."""
     found: list[Knob] = []
-    for section in ("normal_range", "critical_range"):
+    for section in SECTIONS:
         band: Range | None = getattr(slo, section)
         if band is None:
             continue
         level: Literal["Normal", "Critical"] = "Normal" if section == "normal_range" else "Critical"
-        for name, fld, side in (("max", "maximum", "Above"), ("min", "minimum", "Below")):
-            value = getattr(band, fld)
+        for name, fld, side in _BOUNDS:
+            factor = fld.endswith("factor")
+            value = getattr(band.relative, fld, None) if factor else getattr(band, fld)
             if value is not None:
-                found.append(Knob((section, name), (section,), fld, value, level, side))
-        rel = band.relative
-        for name, side in (("max_factor", "Above"), ("min_factor", "Below")):
-            value = getattr(rel, name) if rel is not None else None
-            if value is not None:
-                found.append(Knob((section, "relative", name), (section,), name, value, level, side))
+                key = (section, "relative", name) if factor else (section, name)
+                found.append(Knob(key, (section,), fld, value, level, side))
     normal = slo.normal_range
     if normal is not None:
         own = _has_for(data, "normal_range")
-        follows = tuple(
-            section
-            for section in ("normal_range", "critical_range")
-            if getattr(slo, section) is not None
-            and not (isinstance(data.get(section), dict) and "for" in data[section])
-        )
+        follows = tuple(s for s in SECTIONS if getattr(slo, s) is not None and not _has_for(data, s))
         key = ("normal_range", "for") if own else ("persistence", "for")
         found.append(Knob(key, ("normal_range",) if own else follows, "for_ms", normal.for_ms, "Normal", None))
     return found
@@ -179,19 +182,23 @@ def _has_for(data: Mapping[str, Any], section: str) -> bool:
 
 def with_value(slo: SLO, knob: Knob, value: float) -> SLO:
     """The spec's model with the knob set to ``value``; nothing else changes."""
-    changes: dict[str, Range] = {}
+    changes: dict[str, Any] = {}
     for section in knob.sections:
         band: Range | None = getattr(slo, section)
         if band is None:
             continue
         if knob.field == "for_ms":
             band = dataclasses.replace(band, for_ms=int(value))
-        elif knob.field in ("maximum", "minimum"):
-            band = dataclasses.replace(band, **{knob.field: value})
+        elif knob.field == "maximum":
+            band = dataclasses.replace(band, maximum=value)
+        elif knob.field == "minimum":
+            band = dataclasses.replace(band, minimum=value)
+        elif band.relative is not None and knob.field == "max_factor":
+            band = dataclasses.replace(band, relative=dataclasses.replace(band.relative, max_factor=value))
         elif band.relative is not None:
-            band = dataclasses.replace(band, relative=dataclasses.replace(band.relative, **{knob.field: value}))
+            band = dataclasses.replace(band, relative=dataclasses.replace(band.relative, min_factor=value))
         changes[section] = band
-    return dataclasses.replace(slo, **changes)  # type: ignore[arg-type]
+    return dataclasses.replace(slo, **changes)
 
 
 # -- the history --------------------------------------------------------------------------------
@@ -231,7 +238,9 @@ def history(bt: Backtest, spec: SpecPlan, rule_file: bytes, window: Window, back
     and ``back_ms`` before it, at the group's interval: the rules that record it, as range queries."""
     interval, rules = rules_of(rule_file)
     step = interval or window.interval_ms
-    grid = bt.grid(step, back_ms)
+    # from where the replays start (their warm-up), so that their range queries of the value are these
+    warm = window.warmup_ms if window.warmup_ms is not None else warmup_ms(needed(rules))
+    grid = bt.grid(step, max(back_ms, warm))
     bt.series_limit = window.budget
     store = Store(grid)
     names = _signal_names(spec.slo)
@@ -385,7 +394,7 @@ def tune(
     data: Mapping[str, Any],
     compile_spec: Compile,
     window: Window,
-    positions: Mapping[tuple[str, ...], tuple[int, int]] | None = None,
+    positions: Mapping[tuple[str | int, ...], tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
     """Every knob of the spec with its candidates and their replays, as plain data (the JSON output)."""
     slo = spec.slo
@@ -398,7 +407,7 @@ def tune(
     bt = Backtest(client, window.start_ms, window.end_ms, 0, concurrency=window.concurrency)
     found = history(bt, spec, rule_file, window, back)
     seen = found.seen()
-    rows = []
+    rows: list[dict[str, Any]] = []
     problems: list[str] = []
     for knob in found_knobs:
         if knob.field == "for_ms":
@@ -409,6 +418,7 @@ def tune(
         line, column = (positions or {}).get(knob.key, (0, 0))
         rows.append(
             {
+                "note": "" if len(pairs) > 1 else _why_only_current(slo, knob, seen),
                 "key": knob.name,
                 "line": line,
                 "column": column,
@@ -430,7 +440,24 @@ def tune(
         "seen": {name: quantile(seen, q) for name, q in SUMMARY_QUANTILES} if seen else {},
         "knobs": rows,
         "problems": problems,
+        "queries": client.requests,
     }
+
+
+def _why_only_current(slo: SLO, knob: Knob, seen: Sequence[float]) -> str:
+    """Why a knob has no candidate but its current value, in words."""
+    if knob.field == "for_ms":
+        return "the current wait never fires here: nothing to halve"
+    if not seen:
+        return "no values in the window: nothing to propose from"
+    band: Range | None = getattr(slo, knob.sections[0])
+    rel = band.relative if band is not None else None
+    if knob.field.endswith("factor") and rel is not None:
+        return (
+            f"no value and its value {format_duration(rel.offset_ms)} earlier at the floor "
+            f"({number_text(rel.floor)}) or more in the window: no ratio to propose from"
+        )
+    return "every quantile gives a value this bound cannot take"
 
 
 def _candidate_json(knob: Knob, candidate: Candidate, outcome: Outcome) -> dict[str, Any]:
@@ -473,22 +500,24 @@ def render_table(report: Mapping[str, Any], source: str = "") -> str:
     """The report for a terminal: what the history held, then per knob its candidates and their firings."""
     spec = printable(str(report["spec"]))
     lines = [
-        f"{spec}: {duration_text(report['covered_ms'])} of history, {report['values_seen']:,} values "
-        f"of {report['slices']} slice(s)"
+        f"{spec}: {duration_text(report['covered_ms'])} of history from {when(report['from_ms'])} to "
+        f"{when(report['to_ms'])}, {report['values_seen']:,} values of {report['slices']} slice(s)"
     ]
     seen = report["seen"]
     lines.append(
-        "seen: " + "  ".join(f"{name} {go_float(value)}" for name, value in seen.items())
+        "seen: " + "  ".join(f"{name} {value:.4g}" for name, value in seen.items())
         if seen
         else "seen: no values in the window: only the current values are replayed"
     )
     for row in report["knobs"]:
         where = f" ({source}:{row['line']}:{row['column']})" if source and row["line"] else ""
         lines += ["", f"{row['key']}{where}, now {row['current_text']}: {', '.join(row['alerts'])}"]
+        if row["note"]:
+            lines.append(f"  ({row['note']})")
         table = [["pick", "value", "from", "fires", "per week", "firing", "longest"]]
         by = " / " if row["key"].endswith(("min", "min_factor")) else " x "
         for c in row["candidates"]:
-            basis = "" if c["basis"] is None else f"{go_float(c['basis'])}{by}{go_float(c['headroom'])}"
+            basis = "" if c["basis"] is None else f"{c['basis']:.4g}{by}{go_float(c['headroom'])}"
             table.append([c["pick"], c["text"], basis, str(c["fires"]), c["per_week"], c["firing"], c["longest"]])
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         lines += ["  " + "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in table]

@@ -29,7 +29,12 @@ class EditError(Exception):
 
 def _at(data: Any, key: PathKey) -> Any:
     for part in key:
-        data = data[part] if isinstance(data, dict | list) else None
+        if isinstance(data, dict) and isinstance(part, str):
+            data = data.get(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
     return data
 
 

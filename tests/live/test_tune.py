@@ -141,6 +141,17 @@ def test_proposes_the_p99_bound_the_data_implies_and_its_firings(
     assert report["seen"]["max"] == 120 and report["values_seen"] == DAY // MINUTE + 1
 
 
+def test_the_server_is_asked_once_whatever_the_candidates(world: World, capsys: pytest.CaptureFixture[str]) -> None:
+    """Seven candidates replayed (two share a value) ask the server what one backtest of the spec asks."""
+    code, out, err = tune(world, capsys, "--format", "json")
+    assert code == 0, err
+    replays = sum(len(row["candidates"]) for row in json.loads(out)["knobs"])
+    asked = json.loads(out)["queries"]
+    span = ["--from", str(world.start), "--to", str(world.start + DAY)]
+    main(["backtest", "queue-depth", "--prometheus", world.url, "--specs", str(world.tree), *span, "--format", "json"])
+    assert replays >= 7 and asked == json.loads(capsys.readouterr().out)["queries"]
+
+
 def test_table_shows_candidates_for_people(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = tune(world, capsys)
     assert code == 0, err
