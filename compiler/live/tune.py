@@ -158,8 +158,8 @@ def knobs(slo: SLO, data: Mapping[str, Any]) -> list[Knob]:
     found: list[Knob] = []
     for section in SECTIONS:
         band: Range | None = getattr(slo, section)
-        if band is None:
-            continue
+        if band is None or (section == "critical_range" and slo.fleet is not None):
+            continue  # a fleet's critical range judges each unit's value, not the slice's that tune reads
         level: Literal["Normal", "Critical"] = "Normal" if section == "normal_range" else "Critical"
         for name, fld, side in _BOUNDS:
             factor = fld.endswith("factor")

@@ -60,6 +60,19 @@ def test_the_knobs_of_a_spec_in_its_order(tmp_path: Path) -> None:
     assert (own[-1].name, own[-1].sections) == ("normal_range.for", ("normal_range",))
 
 
+def test_a_fleets_critical_range_is_not_tuned(tmp_path: Path) -> None:
+    """A fleet's critical range judges each unit's value; tune reads the slice's, so it proposes none."""
+    fleet = SPEC.replace(
+        "slice: {by: [cluster]}",
+        "slice: {by: [cluster]}\nfleet: {units: [instance], page: {units: 3}}\nseries_budget: 7504",
+    )
+    fleet = fleet.replace("max by (cluster) (work_queue_depth)", "max by (cluster, instance) (work_queue_depth)")
+    fleet = fleet.replace("  min: 2\n", "").replace("  relative: {offset: 1h, max_factor: 1.5, floor: 10}\n", "")
+    slo, data = slo_of(tmp_path, fleet)
+    assert slo.fleet is not None and slo.critical_range is not None
+    assert [k.name for k in tune.knobs(slo, data)] == ["normal_range.max", "persistence.for"]
+
+
 def test_candidates_from_quantiles_with_headroom(tmp_path: Path) -> None:
     slo, data = slo_of(tmp_path)
     knobs = {k.name: k for k in tune.knobs(slo, data)}
