@@ -98,7 +98,8 @@ def test_candidates_from_quantiles_with_headroom(tmp_path: Path) -> None:
     # the value over itself an hour (60 steps) earlier where the value is at the floor (10) or more: 61 / 1
     # is the largest (the floor is on the value now, not on the earlier one), x 1.2 = 73.2 -> 74
     assert [(c.pick, c.basis, c.value) for c in factor][-1] == ("max", 61, 74)
-    falling = tune.History(0, 60_000, {(("cluster", "west"),): [100.0] * 60 + [50.0, 5.0]})
+    dropping: list[float | None] = [*([100.0] * 60), 50.0, 5.0]
+    falling = tune.History(0, 60_000, {(("cluster", "west"),): dropping})
     assert falling.ratios(3_600_000, 10, rising=False) == [0.05, 0.5]  # judged where the earlier value was >= 10
 
 
