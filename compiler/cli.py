@@ -10,6 +10,7 @@ reached or is not a Prometheus; 128 + N after signal N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -852,7 +853,8 @@ def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits:
 
     if not edits:
         print(
-            f"slo-compiler: {source.display}: the picked values are the current ones; nothing written", file=sys.stderr
+            f"slo-compiler: {printable(source.display)}: the picked values are the current ones; nothing written",
+            file=sys.stderr,
         )
         return EXIT_OK
     try:
@@ -860,7 +862,8 @@ def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits:
     except OSError as exc:
         now = str(exc).encode()
     if now != source.raw:
-        print(f"{source.display}:1:1: changed since tune read it; nothing written (run tune again)", file=sys.stderr)
+        shown = printable(source.display)
+        print(f"{shown}:1:1: changed since tune read it; nothing written (run tune again)", file=sys.stderr)
         return EXIT_PROBLEMS
     spec_dir: Path = args.specs
     with tempfile.TemporaryDirectory(prefix="slo-compiler-tune-") as tmp:
@@ -868,15 +871,27 @@ def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits:
         shutil.copytree(spec_dir, copy, symlinks=True)
         (copy / source.file.relative_to(spec_dir)).write_bytes(text.encode("utf-8"))
         _, diagnostics = compile_specs(copy)
-        shown = diagnostics.render().replace(copy.as_posix(), spec_dir.as_posix())
+        shown = diagnostics.render()
+        for copied, real in ((copy, spec_dir), (copy.absolute(), spec_dir.absolute())):
+            with contextlib.suppress(ValueError):  # problems name files relative to the working directory
+                shown = shown.replace(copied.relative_to(Path.cwd()).as_posix(), real.as_posix())
+            shown = shown.replace(copied.as_posix(), real.as_posix())
     if diagnostics:
         sys.stderr.write(shown)
-        print(f"slo-compiler: the picked values do not compile; {source.display} left as it was", file=sys.stderr)
+        shown = printable(source.display)
+        print(f"slo-compiler: the picked values do not compile; {shown} left as it was", file=sys.stderr)
         return EXIT_PROBLEMS
     staging = source.file.with_name(f".{source.file.name}.{os.getpid()}.tune")
-    staging.write_bytes(text.encode("utf-8"))
-    shutil.copymode(source.file, staging)
-    staging.replace(source.file)
+    try:
+        staging.write_bytes(text.encode("utf-8"))
+        shutil.copymode(source.file, staging)
+        staging.replace(source.file)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
+        shown = printable(source.display)
+        print(f"slo-compiler: cannot write {shown}: {printable(exc.strerror)}; left as it was", file=sys.stderr)
+        return EXIT_USAGE
     print(f"slo-compiler: wrote {edits} value(s) to {printable(source.display)}", file=sys.stderr)
     return EXIT_OK
 

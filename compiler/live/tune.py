@@ -26,7 +26,7 @@ from typing import Any, Literal
 from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, needed, rules_of, warmup_ms
 from compiler.live.client import Client, Labels
 from compiler.live.coverage import when
-from compiler.live.steps import Store
+from compiler.live.steps import StepError, Store
 from compiler.live.summary import clipped
 from compiler.model import SLO, Range
 from compiler.model.warmup import change_shows_ms
@@ -114,11 +114,6 @@ class Knob:
     @property
     def name(self) -> str:
         return ".".join(self.key)
-
-    @property
-    def group(self) -> str:
-        """Which default pick applies: its band, or persistence."""
-        return self.key[0] if self.field != "for_ms" or self.key[0] != "persistence" else "persistence"
 
 
 @dataclass
@@ -244,10 +239,15 @@ def history(bt: Backtest, spec: SpecPlan, rule_file: bytes, window: Window, back
     bt.series_limit = window.budget
     store = Store(grid)
     names = _signal_names(spec.slo)
+    first = max(0, -(-(window.start_ms - grid.start_ms) // step))
     for rule in rules:
         if rule.kind == "record" and rule.name in names:
-            store.put_vectors(rule.name, rule.labels, bt.from_server(inline_for_server(rule, rules, spec.slo), grid))
-    first = max(0, -(-(window.start_ms - grid.start_ms) // step))
+            try:
+                steps = bt.from_server(inline_for_server(rule, rules, spec.slo), grid)
+            except StepError as exc:  # more series than the budget, or a rule backtest cannot run
+                bt.result.problems.append(f"{spec.slo.name}: the history of {rule.name}: {exc}")
+                return History(first, step, {})
+            store.put_vectors(rule.name, rule.labels, steps)
     return History(first, step, _signal(spec.slo, store))
 
 
@@ -302,15 +302,23 @@ def candidates(slo: SLO, knob: Knob, found: History) -> list[Candidate]:
     listed = [Candidate("current", knob.current, None, None)]
     for name, q in QUANTILES[section] if seen else ():
         basis = quantile(seen, q if upper else 1 - q)
-        value = person_number(basis * headroom if upper else basis / headroom, up=upper)
+        value = person_number(past(basis, headroom, upper), up=upper)
+        if not math.isfinite(value):
+            continue
         if knob.field == "max_factor" and not value > 1:
             continue
         if knob.field == "min_factor" and not 0 < value < 1:
             continue
-        if knob.field == "minimum" and not value > 0:
+        if knob.field == "minimum" and basis > 0 and not value > 0:
             continue
         listed.append(Candidate(name if upper else MIRRORED[name], value, basis, headroom))
     return listed
+
+
+def past(basis: float, headroom: float, upper: bool) -> float:
+    """``basis`` moved away from the data by the headroom: up for an upper bound, down for a lower one (on
+    either side of 0)."""
+    return basis * headroom if (basis > 0) == upper else basis / headroom
 
 
 def for_limit_ms(slo: SLO, knob: Knob) -> int:
@@ -408,7 +416,7 @@ def tune(
     found = history(bt, spec, rule_file, window, back)
     seen = found.seen()
     rows: list[dict[str, Any]] = []
-    problems: list[str] = []
+    problems: list[str] = list(bt.result.problems)
     for knob in found_knobs:
         if knob.field == "for_ms":
             pairs = waits(client, compile_spec, window, slo, knob)

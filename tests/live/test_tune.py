@@ -252,3 +252,28 @@ def test_candidates_are_rendered_as_generate_renders_the_spec(world: World) -> N
     slo = next(slo for slo in model.slos if slo.name == "queue-depth")
     _, rendered = _spec_compiler(plan(model).model)(slo)
     assert rendered == files[rules_path(slo)]
+
+
+def test_a_history_wider_than_the_budget_is_a_problem_not_a_crash(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server whose answer holds more series than the spec's budget (2,000): one problem per reading, exit 1."""
+    tree = live_data.write_tree(tmp_path / "specs", {"queue-depth": SPEC}, PROJECT)
+    now = int(time.time()) // 60 * 60
+    wide = [{"metric": {"cluster": f"c{i}"}, "values": [[now - 60, "1"], [now, "1"]]} for i in range(2001)]
+
+    def route(handler: Any) -> None:
+        path = handler.path.split("?")[0]
+        if path == "/api/v1/status/buildinfo":
+            send(handler, {"status": "success", "data": {"version": "2.42.0"}})
+        elif path == "/api/v1/query_range":
+            send(handler, {"status": "success", "data": {"resultType": "matrix", "result": wide}})
+        else:
+            send(handler, {"status": "success", "data": {"resultType": "vector", "result": []}})
+
+    with hostile(route, []) as url:
+        code = main(["tune", "queue-depth", "--prometheus", url, "--specs", str(tree), "--last", "10m"])
+    out, err = capsys.readouterr()
+    assert code == 1, err
+    assert "the history of slo:sli_value:gauge: returned 2001 series, more than the spec's series_budget of 2000" in err
+    assert "only the current values are replayed" in out

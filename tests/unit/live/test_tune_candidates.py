@@ -136,3 +136,10 @@ def test_people_read_durations_and_rates() -> None:
     assert tune.duration_text(0) == "0s" and tune.duration_text(90_000_000) == "1d 1h"
     assert tune.per_week_text(3.5) == "3.5/week" and tune.per_week_text(0) == "0/week"
     assert tune.per_week_text(14.2) == "14/week"
+
+
+def test_headroom_moves_away_from_the_data_on_either_side_of_zero() -> None:
+    assert tune.past(100, 1.2, upper=True) == 120 and tune.past(100, 1.2, upper=False) == pytest.approx(83.33, 1e-3)
+    assert tune.past(-100, 1.2, upper=True) == pytest.approx(-83.33, 1e-3)  # an upper bound above -100
+    assert tune.past(-100, 1.2, upper=False) == -120  # a lower bound below -100
+    assert tune.person_number(-83.33, up=True) == -83 and tune.person_number(-120.5, up=False) == -130
