@@ -64,13 +64,29 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("tune")
     start = (int(time.time()) - 2 * DAY) // 3600 * 3600
     lines = ["# TYPE work_queue_depth gauge"]
-    for t in range(start - 3600, start + DAY + 1, MINUTE):  # an hour before the window for the warm-up
+    for t in range(start - 5 * 3600, start + DAY + 1, MINUTE):  # history before the window for the warm-ups
         value = depth((t - start) // MINUTE) if t >= start else 30
         lines.append(f'work_queue_depth{{cluster="west"}} {value} {t}')
     blocks = servers.backfill("\n".join(lines) + "\n# EOF\n", tmp)
-    tree = live_data.write_tree(tmp / "specs", {"queue-depth": SPEC, "no-range": NO_RANGE}, PROJECT)
+    specs = {"queue-depth": SPEC, "no-range": NO_RANGE, "queue-growth": GROWTH}
+    tree = live_data.write_tree(tmp / "specs", specs, PROJECT)
     with servers.prometheus(tmp, [], None, blocks) as prom:
         yield World(prom.url, tree, start)
+
+
+# The same depth against itself an hour earlier: the body's ratios reach 1.5 (30 after 20), the spikes 1.5
+# (90 after 60) and 2.0 (120 after 60), the window's first hour 2.3 (69 after the 30 before the window).
+GROWTH = """\
+slice: {by: [cluster]}
+sli:
+  gauge:
+    expr: 'max by (cluster) (work_queue_depth)'
+    aggregate: max
+unit: count
+normal_range:
+  relative: {offset: 1h, max_factor: 1.9, floor: 10}
+persistence: {for: 2m}
+"""
 
 
 NO_RANGE = """\
@@ -212,7 +228,7 @@ def test_write_refuses_values_that_do_not_compile(
 def test_unknown_spec_and_spec_without_a_normal_range(world: World, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["tune", "queue-dept", "--prometheus", world.url, "--specs", str(world.tree), "--last", "1h"])
     err = capsys.readouterr().err
-    assert code == 2 and "no spec named 'queue-dept'; did you mean: queue-depth?" in err
+    assert code == 2 and "no spec named 'queue-dept'; did you mean: queue-depth, queue-growth?" in err
     code = main(["tune", "no-range", "--prometheus", world.url, "--specs", str(world.tree), "--last", "1h"])
     err = capsys.readouterr().err
     assert code == 1 and re.match(r"\S*/specs/no-range\.yaml:\d+:\d+: no-range has no normal_range", err), err
@@ -277,3 +293,21 @@ def test_a_history_wider_than_the_budget_is_a_problem_not_a_crash(
     assert code == 1, err
     assert "the history of slo:sli_value:gauge: returned 2001 series, more than the spec's series_budget of 2000" in err
     assert "only the current values are replayed" in out
+
+
+def test_a_relative_bound_gets_factors_from_the_value_over_itself(
+    world: World, capsys: pytest.CaptureFixture[str]
+) -> None:
+    span = ["--from", str(world.start), "--to", str(world.start + DAY), "--format", "json"]
+    code = main(["tune", "queue-growth", "--prometheus", world.url, "--specs", str(world.tree), *span])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    ratios = sorted(
+        depth(m) / depth(m - 60) if m >= 60 else depth(m) / 30 for m in range(DAY // MINUTE + 1)
+    )  # the hour before the window held 30
+    row = knob(json.loads(out), "normal_range.relative.max_factor")
+    picks = {c["pick"]: c for c in row["candidates"]}
+    # the largest: 69 in the window's first hour over the 30 an hour before it
+    assert ratios[-1] == pytest.approx(2.3) and picks["max"]["basis"] == pytest.approx(ratios[-1])
+    assert picks["max"]["value"] == 2.8 and picks["max"]["fires"] == 0  # 2.3 x 1.2 = 2.76: never crossed
+    assert picks["current"]["fires"] >= 1  # 1.9: crossed in the first hour and by the 120 spike
