@@ -800,6 +800,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     except LiveError as exc:
         print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
+    except TargetError as exc:  # a candidate's value the Prometheus target cannot compile
+        sys.stderr.write(exc.diagnostics().render())
+        return EXIT_PROBLEMS
     return _tune_output(args, report, source)
 
 

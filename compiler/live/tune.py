@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from compiler.live import CONCURRENCY
 from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, needed, rules_of, warmup_ms
 from compiler.live.client import Client, Labels
 from compiler.live.coverage import when
@@ -97,7 +98,7 @@ class Window:
     interval_ms: int
     budget: int | None = None
     series: int | None = None
-    concurrency: int = 2
+    concurrency: int = CONCURRENCY
 
 
 @dataclass(frozen=True)
