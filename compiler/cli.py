@@ -1,4 +1,4 @@
-"""Command line: ``slo-compiler init|validate|generate|check|test|explain|diff|schemas|preflight|backtest|import``.
+"""Command line: ``slo-compiler init|validate|generate|check|test|explain|diff|schemas|preflight|backtest|tune|import``.
 
 Exit codes: 0 success; 1 problems in the specs (every one printed as
 ``path:line:col: message``) or, for ``check``, a stale ``generated/``, for ``preflight`` a spec
@@ -10,6 +10,7 @@ reached or is not a Prometheus; 128 + N after signal N.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 from compiler import __version__
 from compiler.diagnostics import Diagnostics
 from compiler.live import CONCURRENCY
-from compiler.model import Model
+from compiler.model import SLO, Model
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render, tree_problems
-from compiler.plan import Plan, SpecPlan, plan
+from compiler.plan import Conventions, Plan, SpecPlan, plan, plan_spec
 from compiler.promql import bounds, format_duration, parse_duration
-from compiler.source.load import discover
+from compiler.source.load import Document, discover
 from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
@@ -144,6 +146,7 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     live.add_argument(
         "--timeout", type=_timeout, default=30.0, metavar="SECONDS", help="total per HTTP request (default: 30)"
     )
+    _tune_parser(commands, common, live)
     live.add_argument("spec_names", nargs="*", metavar="SPEC", help="spec names (default: every spec)")
     preflight = commands.add_parser(
         "preflight",
@@ -178,6 +181,41 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         help=f"range queries asked of the server at once (default {CONCURRENCY}; the server does most of the work)",
     )
     backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
+
+
+def _tune_parser(commands: Any, common: argparse.ArgumentParser, live: argparse.ArgumentParser) -> None:
+    """``tune``: a spec's ranges and persistence proposed from a live Prometheus's history."""
+    tune = commands.add_parser(
+        "tune",
+        parents=[common, live],
+        help="propose a spec's normal range, critical range and for from a live Prometheus's history",
+        description="Propose values for a spec's normal range, critical range and persistence from the history a "
+        "Prometheus holds (its quantiles, with headroom), each replayed with the backtest engine: how often and how "
+        "long its alert would have fired. Read-only on the server; --write edits only the chosen values in the spec.",
+    )
+    tune.add_argument("spec", metavar="SPEC", help="the spec to tune")
+    span = tune.add_mutually_exclusive_group(required=True)
+    span.add_argument("--last", metavar="DURATION", help="the last DURATION up to now (e.g. 14d)")
+    span.add_argument("--from", dest="start", metavar="TIME", help="start: RFC 3339 or unix seconds (with --to)")
+    tune.add_argument("--to", dest="end", metavar="TIME", help="end: RFC 3339 or unix seconds (with --from)")
+    tune.add_argument("--warmup", default="auto", metavar="DURATION", help="as for backtest (default: auto)")
+    tune.add_argument("--concurrency", type=_positive_int, default=CONCURRENCY, metavar="N", help="as for backtest")
+    tune.add_argument(
+        "--format",
+        choices=("table", "json", "patch"),
+        default="table",
+        help="output: a table, JSON, or a unified diff of the spec with the picked values",
+    )
+    tune.add_argument(
+        "--pick",
+        action="append",
+        default=[],
+        metavar="[KEY=]NAME",
+        help="the candidate to write or show in the patch, e.g. p99 or normal_range.max=max (repeatable; "
+        "without --pick: p99.9 for the normal range, max for the critical range, the current for; with picks, "
+        "what they do not name stays)",
+    )
+    tune.add_argument("--write", action="store_true", help="edit the spec file in place with the picked values")
 
 
 def _positive_int(text: str) -> int:
@@ -456,7 +494,7 @@ def _chosen_specs(model: Model, names: Sequence[str]) -> list[SpecPlan] | None:
     return [spec for spec in planned if not names or spec.slo.name in names]
 
 
-def _client(args: argparse.Namespace) -> Client:
+def _client(args: argparse.Namespace, kind: type[Client] | None = None) -> Client:
     from compiler.live.client import Access, Client
 
     access = Access(
@@ -467,7 +505,7 @@ def _client(args: argparse.Namespace) -> Client:
         ca_file=args.ca_file,
         timeout_s=args.timeout,
     )
-    return Client(access)
+    return (kind or Client)(access)
 
 
 def cmd_preflight(args: argparse.Namespace) -> int:
@@ -631,6 +669,236 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if replay.result.problems else EXIT_OK
 
 
+@dataclass(frozen=True)
+class _TuneSource:
+    """The file a spec is written in, as tune read it: its bytes, its data, its document (with positions) and
+    its name."""
+
+    file: Path
+    display: str
+    raw: bytes
+    data: dict[str, Any]
+    document: Document | None  # None: a jsonnet spec (shown, never edited: its output has no positions)
+
+    @property
+    def positions(self) -> dict[tuple[str | int, ...], tuple[int, int]]:
+        found = self.document.value_positions.items() if self.document is not None else ()
+        return {key: (where.line, where.col) for key, where in found}
+
+
+def _tune_source(spec_dir: Path, slo: SLO) -> _TuneSource:
+    from compiler.source.load import load_jsonnet, load_text
+
+    root = spec_dir.resolve().name
+    inside = slo.source[len(root) + 1 :] if root and slo.source.startswith(root + "/") else slo.source
+    file, display = spec_dir / inside, slo.position.path
+    raw = file.read_bytes()
+    ignored = Diagnostics()
+    if file.suffix == ".jsonnet":
+        found = load_jsonnet(file, display, spec_dir, ignored)
+        data = next((d.data for d in found if isinstance(d.data, dict) and d.data.get("name") == slo.name), {})
+        return _TuneSource(file, display, raw, data, None)
+    documents = load_text(raw.decode("utf-8"), display, ignored)
+    document = next(d for d in documents if isinstance(d.data, dict) and d.data.get("name") == slo.name)
+    return _TuneSource(file, display, raw, document.data, document)
+
+
+def _tune_spec(model: Model, name: str) -> SpecPlan | int:
+    """The plan of the spec to tune, or the exit code after saying why there is none."""
+    import difflib
+
+    names = [slo.name for slo in model.slos]
+    if name not in names:
+        near = difflib.get_close_matches(name, names, n=5, cutoff=0.5) or sorted(names)[:10]
+        shown = printable(name)
+        print(f"slo-compiler: no spec named {shown!r}; did you mean: {', '.join(near)}?", file=sys.stderr)
+        return EXIT_USAGE
+    planned = plan(model)
+    if name not in {spec.slo.name for spec in planned}:
+        print(f"slo-compiler: {name} is left out by the project's scrape profile: nothing to tune", file=sys.stderr)
+        return EXIT_USAGE
+    spec = planned.of(name)
+    if spec.slo.normal_range is None:
+        print(
+            f"{spec.slo.position}: {name} has no normal_range: tune proposes a normal range's bounds and wait from "
+            "history; give the spec a first guess (with mode: shadow) and tune it",
+            file=sys.stderr,
+        )
+        return EXIT_PROBLEMS
+    return spec
+
+
+def _spec_compiler(model: Model) -> Callable[[SLO], tuple[SpecPlan, bytes]]:
+    """A spec's model (a candidate's) to its plan and its rule file, rendered by the Prometheus target as
+    generate renders it."""
+    from compiler.targets import TARGETS
+
+    conventions = Conventions.of(model.project)
+    prometheus = dict(TARGETS)["prometheus"]
+
+    def compile_spec(slo: SLO) -> tuple[SpecPlan, bytes]:
+        spec = plan_spec(slo, conventions)
+        return spec, prometheus(Plan(model=model, specs=(spec,)))[rules_path(slo)]
+
+    return compile_spec
+
+
+def _tune_model(args: argparse.Namespace) -> Model | int:
+    """The specs' model (only the tuned spec's rules are rendered, by tune), or the exit code after its problems."""
+    model, diagnostics = compile_specs(args.specs)
+    if model is None or diagnostics:
+        sys.stderr.write(diagnostics.render())
+        print(f"slo-compiler: {len(diagnostics)} problem(s) in the specs; fix them before tuning", file=sys.stderr)
+        return EXIT_PROBLEMS
+    print_notes(plan(model), warnings=False)
+    return model
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from compiler.live import tune
+    from compiler.live.client import LiveError
+    from compiler.model.budget import estimate
+    from compiler.targets import TargetError
+
+    span = _backtest_span(args)
+    if isinstance(span, str):
+        print(f"slo-compiler: {printable(span)}", file=sys.stderr)
+        return EXIT_USAGE
+    model = _tune_model(args)
+    if isinstance(model, int):
+        return model
+    spec = _tune_spec(model, args.spec)
+    if isinstance(spec, int):
+        return spec
+    compile_spec = _spec_compiler(plan(model).model)
+    try:
+        files = {rules_path(spec.slo): compile_spec(spec.slo)[1]}
+    except TargetError as exc:
+        sys.stderr.write(exc.diagnostics().render())
+        return EXIT_PROBLEMS
+    too_many = _too_many_evaluations([spec], files, span, model.project.evaluation_interval_ms)
+    if too_many:
+        print(f"slo-compiler: {too_many}", file=sys.stderr)
+        return EXIT_USAGE
+    source = _tune_source(args.specs, spec.slo)
+    if source.document is None and (args.write or args.format == "patch"):
+        print(
+            f"{source.display}:1:1: {spec.slo.name} is written in jsonnet: tune shows its candidates "
+            "(--format table or json) but cannot edit its source; change the values by hand",
+            file=sys.stderr,
+        )
+        return EXIT_PROBLEMS
+    expected = estimate(spec.slo, model.project.cluster_profile)
+    start, end, warmup = span
+    window = tune.Window(
+        start, end, warmup, model.project.evaluation_interval_ms, expected.budget, expected.series, args.concurrency
+    )
+    try:
+        client = _client(args, tune.Remembering)
+        client.buildinfo()
+        report = tune.tune(client, spec, source.data, compile_spec, window, source.positions)
+    except LiveError as exc:
+        print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except TargetError as exc:  # a candidate's value the Prometheus target cannot compile
+        sys.stderr.write(exc.diagnostics().render())
+        return EXIT_PROBLEMS
+    return _tune_output(args, report, source)
+
+
+def _tune_output(args: argparse.Namespace, report: dict[str, Any], source: _TuneSource) -> int:
+    """Print the report; for a patch or --write, the picked values edited into the spec's text."""
+    from compiler.live import tune
+    from compiler.source.edit import EditError, replace_values
+
+    if args.format == "json":
+        print(json.dumps(report, indent=2, sort_keys=True))
+    elif args.format == "table":
+        sys.stdout.write(tune.render_table(report, source.display))
+    for problem in report["problems"]:
+        print(f"slo-compiler: {printable(problem)}", file=sys.stderr)
+    if not (args.write or args.format == "patch" or args.pick):
+        return EXIT_PROBLEMS if report["problems"] else EXIT_OK
+    chosen = tune.choose(report, args.pick)
+    if isinstance(chosen, str):
+        print(f"slo-compiler: {printable(chosen)}", file=sys.stderr)
+        return EXIT_USAGE
+    current = {row["key"]: row["current_text"] for row in report["knobs"]}
+    edits: dict[tuple[str | int, ...], str] = {
+        tuple(key.split(".")): c["text"] for key, c in chosen.items() if c["text"] != current[key]
+    }
+    if source.document is None:
+        return EXIT_PROBLEMS if report["problems"] else EXIT_OK
+    try:
+        text = replace_values(source.raw.decode("utf-8"), source.document, edits)
+    except EditError as exc:
+        print(f"{exc.position}: {printable(exc.message)}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    if args.format == "patch":
+        sys.stdout.write(_unified(source, text))
+    if args.write:
+        return _tune_write(args, source, text, len(edits))
+    return EXIT_PROBLEMS if report["problems"] else EXIT_OK
+
+
+def _unified(source: _TuneSource, text: str) -> str:
+    import difflib
+
+    before = source.raw.decode("utf-8").splitlines(keepends=True)
+    a, b = ("", "") if source.display.startswith("/") else ("a/", "b/")
+    lines = difflib.unified_diff(before, text.splitlines(keepends=True), a + source.display, b + source.display)
+    return "".join(printable(line.rstrip("\n")) + "\n" for line in lines)
+
+
+def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits: int) -> int:
+    """Write the edited spec in place, unless the file changed since tune read it or the edit does not compile."""
+    import shutil
+
+    if not edits:
+        print(
+            f"slo-compiler: {printable(source.display)}: the picked values are the current ones; nothing written",
+            file=sys.stderr,
+        )
+        return EXIT_OK
+    try:
+        now = source.file.read_bytes()
+    except OSError as exc:
+        now = str(exc).encode()
+    if now != source.raw:
+        shown = printable(source.display)
+        print(f"{shown}:1:1: changed since tune read it; nothing written (run tune again)", file=sys.stderr)
+        return EXIT_PROBLEMS
+    spec_dir: Path = args.specs
+    with tempfile.TemporaryDirectory(prefix="slo-compiler-tune-") as tmp:
+        copy = Path(tmp) / (spec_dir.resolve().name or "specs")
+        shutil.copytree(spec_dir, copy, symlinks=True)
+        (copy / source.file.relative_to(spec_dir)).write_bytes(text.encode("utf-8"))
+        _, diagnostics = compile_specs(copy)
+        shown = diagnostics.render()
+        for copied, real in ((copy, spec_dir), (copy.absolute(), spec_dir.absolute())):
+            with contextlib.suppress(ValueError):  # problems name files relative to the working directory
+                shown = shown.replace(copied.relative_to(Path.cwd()).as_posix(), real.as_posix())
+            shown = shown.replace(copied.as_posix(), real.as_posix())
+    if diagnostics:
+        sys.stderr.write(shown)
+        shown = printable(source.display)
+        print(f"slo-compiler: the picked values do not compile; {shown} left as it was", file=sys.stderr)
+        return EXIT_PROBLEMS
+    staging = source.file.with_name(f".{source.file.name}.{os.getpid()}.tune")
+    try:
+        staging.write_bytes(text.encode("utf-8"))
+        shutil.copymode(source.file, staging)
+        staging.replace(source.file)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
+        shown = printable(source.display)
+        print(f"slo-compiler: cannot write {shown}: {printable(exc.strerror)}; left as it was", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"slo-compiler: wrote {edits} value(s) to {printable(source.display)}", file=sys.stderr)
+    return EXIT_OK
+
+
 # One function per command; each takes the parsed arguments and returns the exit code.
 def _unreadable(spec_dir: Path) -> str | None:
     """Why the spec tree cannot be read whole (a broken link, an unreadable directory), or None."""
@@ -734,11 +1002,12 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "schemas": cmd_schemas,
     "preflight": cmd_preflight,
     "backtest": cmd_backtest,
+    "tune": cmd_tune,
     "import": cmd_import,
     "init": cmd_init,
     "test": cmd_test,
 }
-NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "test", "diff", "preflight", "backtest"})
+NEEDS_SPECS = frozenset({"validate", "explain", "generate", "check", "test", "diff", "preflight", "backtest", "tune"})
 
 
 def _run(args: argparse.Namespace) -> int:
