@@ -114,9 +114,9 @@ def _output_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
         if name == "test":
-            sub.add_argument("--timeout", default="10m", help="bound on the whole run, a duration (default: 10m)")
+            sub.add_argument("--timeout", default="30m", help="bound on the whole run, a duration (default: 30m)")
             sub.add_argument(
-                "--promtool-timeout", default="5m", help="bound on each promtool process (one test file; default: 5m)"
+                "--promtool-timeout", default="10m", help="bound on each promtool process (one test file; default: 10m)"
             )
 
 
