@@ -100,12 +100,18 @@ FAULT_UNITS = 300  # the example fault's size in the warning: a switch or a bad 
 FEW_UNITS = 10
 
 
+def per_unit_labels(slo: SLO) -> list[str]:
+    """The slice labels that name one unit of a fleet (more than FEW_UNITS of them), in ``slice.by`` order."""
+    declared = dict(slo.slice.cardinality)
+    return [
+        label for label in slo.slice.by if label in PER_UNIT_LABELS and declared.get(label, FAULT_UNITS) > FEW_UNITS
+    ]
+
+
 def per_unit_page_warning(slo: SLO, severities: tuple[str, ...]) -> PlanWarning | None:
     """A spec without ``fleet:`` sliced by a per-unit label pages once per unit: a warning at ``slice.by``."""
     declared = dict(slo.slice.cardinality)
-    units = [
-        label for label in slo.slice.by if label in PER_UNIT_LABELS and declared.get(label, FAULT_UNITS) > FEW_UNITS
-    ]
+    units = per_unit_labels(slo)
     if slo.fleet is not None or not units or "page" not in severities:
         return None
     count = min(declared.get(units[0], FAULT_UNITS), FAULT_UNITS)
