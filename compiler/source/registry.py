@@ -246,29 +246,11 @@ def _specs_dir(documents: list[Document]) -> str:
         return parents[0]
 
 
-def build_project(documents: list[Document], diagnostics: Diagnostics) -> Project:
-    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
-    for document in projects[1:]:
-        diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
-    if not projects:
-        return Project(
-            runbook_base_url=DEFAULT_RUNBOOK_BASE,
-            evaluation_interval_ms=MINUTE,
-            placeholder_links=tuple(key for key, _ in LINK_SETTINGS) if documents else (),
-            specs_dir=_specs_dir(documents),
-        )
-    document = projects[0]
-    data = document.data
-    interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
-    if interval is None or interval <= 0 or interval > 5 * MINUTE:
-        diagnostics.error(
-            document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
-        )
-        interval = MINUTE
-    am = _mapping(data.get("alertmanager"))
+def _timings(document: Document, am: dict[str, Any], diagnostics: Diagnostics) -> tuple[tuple[Severity, Timing], ...]:
+    """alertmanager.timing per severity, each field defaulted."""
     timing_value = am.get("timing")
     timing_raw: dict[str, Any] = timing_value if isinstance(timing_value, dict) else {}
-    timing = tuple(
+    return tuple(
         (
             severity,
             _timing(
@@ -281,6 +263,34 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         )
         for severity in SEVERITIES
     )
+
+
+def _no_project(documents: list[Document]) -> Project:
+    """The defaults, without project.yaml: every link a placeholder (when there are specs to link)."""
+    return Project(
+        runbook_base_url=DEFAULT_RUNBOOK_BASE,
+        evaluation_interval_ms=MINUTE,
+        placeholder_links=tuple(key for key, _ in LINK_SETTINGS) if documents else (),
+        specs_dir=_specs_dir(documents),
+    )
+
+
+def build_project(documents: list[Document], diagnostics: Diagnostics) -> Project:
+    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
+    for document in projects[1:]:
+        diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
+    if not projects:
+        return _no_project(documents)
+    document = projects[0]
+    data = document.data
+    interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
+    if interval is None or interval <= 0 or interval > 5 * MINUTE:
+        diagnostics.error(
+            document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
+        )
+        interval = MINUTE
+    am = _mapping(data.get("alertmanager"))
+    timing = _timings(document, am, diagnostics)
     smtp = None
     smtp_raw = am.get("smtp")
     if isinstance(smtp_raw, dict) and "smarthost" in smtp_raw and "from" in smtp_raw:
