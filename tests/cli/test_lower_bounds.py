@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 
 from tests.venvs import REPO_ROOT, copy_checkout
 
@@ -29,9 +29,9 @@ LOWER_BOUNDS = REPO_ROOT / "constraints" / "lower-bounds.txt"
 INSTALL_TIMEOUT = 900
 
 
-def _pins(path: Path) -> dict[str, str]:
+def _pins(path: Path) -> dict[NormalizedName, str]:
     """``name==version`` lines of a constraints file, by canonical name."""
-    pins: dict[str, str] = {}
+    pins: dict[NormalizedName, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line:
@@ -58,8 +58,8 @@ def _find_python(version: str) -> Path | None:
     roots = [os.environ.get("PYENV_ROOT", ""), str(Path.home() / ".pyenv")]
     pyenv = shutil.which("pyenv")
     if pyenv:
-        root = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30, check=False)
-        roots.insert(0, root.stdout.strip())
+        found = subprocess.run([pyenv, "root"], capture_output=True, text=True, timeout=30, check=False)
+        roots.insert(0, found.stdout.strip())
     for root in filter(None, roots):
         candidates.extend(sorted(Path(root).glob(f"versions/{version}.*/bin/python{version}"), reverse=True))
     for candidate in candidates:

@@ -547,8 +547,9 @@ def test_relative_bounds_of_a_per_unit_spec_follow_the_slices_the_value_shows() 
         and not plan_watch.per_unit_labels(slo)
     )
     slo = dataclasses.replace(relative, slice=dataclasses.replace(relative.slice, by=(*relative.slice.by, "pod")))
-    panel = grafana._range_panel(MODELS["library"], slo, (), grafana._Ids(), 16).build()
-    value, *bounds = [target.expr for target in panel.targets or []]
+    built = grafana._range_panel(MODELS["library"], slo, (), grafana._Ids(), 16).build()
+    panel = json.loads(json.dumps(built, default=JSONEncoder().default))
+    value, *bounds = [target["expr"] for target in panel["targets"]]
     assert WORST_WRAPPED.match(value) and bounds
     on = ", ".join(slo.slice.by)
     for expr in bounds:
