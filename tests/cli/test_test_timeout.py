@@ -49,7 +49,7 @@ def test_each_promtool_process_past_its_bound_is_killed_and_its_file_named(run_c
 def test_the_whole_run_past_its_timeout_stops_and_says_what_did_not_run(run_cli: RunCli, starter: Path) -> None:
     code, out, err = run_cli(["test", "--timeout", "1ms"], starter)
     assert code == 2, out + err
-    lines = err.splitlines()
+    lines = [line for line in err.splitlines() if ": warning: " not in line]  # the starter's placeholder links
     assert lines, out
     allowed = re.compile(
         r"^(generated/prometheus/(tests|heartbeat)/[a-z-]+\.test\.yaml: "
