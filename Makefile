@@ -24,15 +24,16 @@ $(PY):
 	@$(PYTHON) -m venv $(VENV)
 	@$(PIP) install --upgrade pip
 
-$(RUNTIME): pyproject.toml | $(PY)
+# pyproject.toml declares ranges; constraints/dev.txt locks the versions the suite passes with.
+$(RUNTIME): pyproject.toml constraints/dev.txt | $(PY)
 	@echo "installing slo-compiler into $(VENV) (runtime dependencies only)"
-	@$(PIP) install -e .
+	@$(PIP) install -c constraints/dev.txt -e .
 	@touch $@
 
 # The dev install includes the runtime one, so it refreshes that stamp too.
-$(DEV): pyproject.toml | $(PY)
+$(DEV): pyproject.toml constraints/dev.txt | $(PY)
 	@echo "installing slo-compiler and its dev tools into $(VENV)"
-	@$(PIP) install -e '.[dev]'
+	@$(PIP) install -c constraints/dev.txt -e '.[dev]'
 	@touch $@ $(RUNTIME)
 
 venv: $(DEV) ## create .venv and install the package with its dev tools

@@ -115,6 +115,11 @@ def _output_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
     ):
         sub = commands.add_parser(name, parents=[common], help=text, description=text[0].upper() + text[1:] + ".")
         sub.add_argument("--out", type=Path, default=Path("generated"), help="output directory (default: generated)")
+        if name == "test":
+            sub.add_argument("--timeout", default="30m", help="bound on the whole run, a duration (default: 30m)")
+            sub.add_argument(
+                "--promtool-timeout", default="10m", help="bound on each promtool process (one test file; default: 10m)"
+            )
 
 
 def _init_parser(commands: Any) -> None:
@@ -451,10 +456,29 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_TEST_TIMEOUT_MS = 24 * 3_600_000
+
+
+def _test_bounds(args: argparse.Namespace) -> tuple[int, int] | int:
+    """``--timeout`` and ``--promtool-timeout`` in milliseconds, or the usage error's exit code."""
+    bounds: list[int] = []
+    for flag, text in (("--timeout", args.timeout), ("--promtool-timeout", args.promtool_timeout)):
+        value = parse_duration(text)
+        if value is None or not 0 < value <= MAX_TEST_TIMEOUT_MS:
+            said = printable(repr(text))
+            print(f"slo-compiler: {flag} {said} must be a duration from 1ms to 1d, such as 10m", file=sys.stderr)
+            return EXIT_USAGE
+        bounds.append(value)
+    return bounds[0], bounds[1]
+
+
 def cmd_test(args: argparse.Namespace) -> int:
     """The generated proof: promtool tests and routing tests; a stale output is said first, and fails the run."""
     from compiler import testrun
 
+    bounds_ms = _test_bounds(args)
+    if isinstance(bounds_ms, int):
+        return bounds_ms
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
@@ -469,13 +493,15 @@ def cmd_test(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        outcome = testrun.run(args.out)
+        outcome = testrun.run(args.out, testrun.Limits.starting_now(*bounds_ms))
     except testrun.ToolMissingError as exc:
         print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE
     for failure in testrun.report(outcome):
         print(failure, file=sys.stderr)
     print(f"slo-compiler: {testrun.summary(outcome)}" + ("; the output is stale" if stale else ""))
+    if outcome.timeouts:
+        return EXIT_USAGE
     return EXIT_PROBLEMS if outcome.failures or stale else EXIT_OK
 
 

@@ -1,18 +1,24 @@
 """``slo-compiler test``: the proof a user's CI runs, with the real promtool and amtool.
 
-The generated promtool tests (``prometheus/tests/*.test.yaml`` and the heartbeat's) run in one
-promtool invocation; its output is split per file, and each failure (an expression or an alert at
-a time) is traced back to the named test groups of that file. Every case of
+The generated promtool tests (``prometheus/tests/*.test.yaml`` and the heartbeat's) run one
+promtool process per file, a few at a time; each failure (an expression or an alert at a time) is
+traced back to the named test groups of that file. Every case of
 ``alertmanager/routing-tests.yaml`` is resolved by ``amtool config routes test`` against the
 generated ``alertmanager.yaml`` and must reach exactly its receivers, in order.
+
+Time is bounded twice (``Limits``): each promtool process by ``--promtool-timeout`` and the whole
+run by ``--timeout``. A process past either is killed and its file named; what the run's deadline
+left unstarted is counted as not run. Either makes the run a timeout (exit 2), not a failure.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -21,7 +27,7 @@ from typing import Any
 
 import yaml
 
-from compiler.promql import parse_duration
+from compiler.promql import format_duration, parse_duration
 from compiler.targets.alertmanager import matcher
 from compiler.text.terminal import printable
 
@@ -35,6 +41,9 @@ ROUTING_TESTS = Path("alertmanager") / "routing-tests.yaml"
 CONFIG = Path("alertmanager") / "alertmanager.yaml"
 TEST_GLOBS = ("prometheus/tests/*.test.yaml", "prometheus/heartbeat/*.test.yaml")
 AMTOOL_WORKERS = 4
+PROMTOOL_WORKERS = max(1, min(4, os.cpu_count() or 1))
+DEFAULT_TIMEOUT_MS = 30 * 60_000  # the whole run (the library's 95 files took 8-10 minutes on 2 loaded cores)
+DEFAULT_PROMTOOL_TIMEOUT_MS = 10 * 60_000  # one promtool process (one test file)
 # Failures promtool 2.x prints: `expr: "<quoted>", time: <duration>,` and `alertname: <name>, time: <duration>,`.
 _EXPR_FAILURE = re.compile(r'^\s*expr: ("(?:[^"\\]|\\.)*"), time: ([0-9a-z]+)', re.MULTILINE)
 _ALERT_FAILURE = re.compile(r"^\s*alertname: ([^,\s]+), time: ([0-9a-z]+)", re.MULTILINE)
@@ -45,11 +54,29 @@ class ToolMissingError(Exception):
     """promtool or amtool is not on PATH (a usage error: exit 2)."""
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The run's bounds in milliseconds, and its deadline on the monotonic clock."""
+
+    run_ms: int = DEFAULT_TIMEOUT_MS
+    promtool_ms: int = DEFAULT_PROMTOOL_TIMEOUT_MS
+    deadline: float = field(default=0.0, compare=False)
+
+    @classmethod
+    def starting_now(cls, run_ms: int = DEFAULT_TIMEOUT_MS, promtool_ms: int = DEFAULT_PROMTOOL_TIMEOUT_MS) -> Limits:
+        return cls(run_ms, promtool_ms, time.monotonic() + run_ms / 1000)
+
+    def left(self) -> float:
+        """Seconds until the run's deadline (0 once it has passed)."""
+        return max(0.0, self.deadline - time.monotonic())
+
+
 @dataclass
 class Outcome:
     promtool_files: int = 0
     routing_cases: int = 0
     failures: list[str] = field(default_factory=list)
+    timeouts: list[str] = field(default_factory=list)
 
 
 def require(tool: str) -> str:
@@ -113,24 +140,53 @@ def _promtool_failures(output: str, files: Sequence[Path]) -> list[str]:
     return failures
 
 
-def run_promtool(out: Path, outcome: Outcome) -> None:
+NOT_RUN = "not run"
+
+
+def _promtool_file(promtool: str, path: Path, limits: Limits) -> list[str] | str:
+    """The failures of one test file (empty when it passed), or why it has no verdict: timed out, not run."""
+    left = limits.left()
+    if left <= 0:
+        return NOT_RUN
+    bound = min(limits.promtool_ms / 1000, left)
+    try:
+        result = subprocess.run(
+            [promtool, "test", "rules", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # promtool writes the file headers to stdout, the failures to stderr
+            text=True,
+            errors="replace",
+            timeout=bound,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        if bound < limits.promtool_ms / 1000:
+            return f"{path}: promtool test timed out: the run's --timeout {format_duration(limits.run_ms)} passed"
+        return f"{path}: promtool test timed out after {format_duration(limits.promtool_ms)} (--promtool-timeout)"
+    if result.returncode == 0:
+        return []
+    return _promtool_failures(result.stdout, [path]) or [f"{path}: promtool test rules exited {result.returncode}"]
+
+
+def run_promtool(out: Path, outcome: Outcome, limits: Limits | None = None) -> None:
+    """Each test file in its own promtool process, bounded by ``limits``."""
+    limits = limits or Limits.starting_now()
     files = sorted(path for pattern in TEST_GLOBS for path in out.glob(pattern))
     if not files:
         outcome.failures.append(f"{out}: no promtool test files (prometheus/tests/*.test.yaml)")
         return
-    result = subprocess.run(
-        [require("promtool"), "test", "rules", *(str(path) for path in files)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,  # promtool writes the file headers to stdout, the failures to stderr
-        text=True,
-        errors="replace",
-        check=False,
-    )
-    failures = _promtool_failures(result.stdout, files) if result.returncode != 0 else []
-    if result.returncode != 0 and not failures:
-        failures = [f"promtool test rules exited {result.returncode}"]
-    outcome.failures += failures
-    outcome.promtool_files += len(files) - len(failures)
+    promtool = require("promtool")
+    with ThreadPoolExecutor(max_workers=PROMTOOL_WORKERS) as pool:
+        verdicts = list(pool.map(lambda path: _promtool_file(promtool, path, limits), files))
+    outcome.promtool_files += sum(1 for verdict in verdicts if verdict == [])
+    outcome.failures += [failure for verdict in verdicts if isinstance(verdict, list) for failure in verdict]
+    outcome.timeouts += [verdict for verdict in verdicts if isinstance(verdict, str) and verdict != NOT_RUN]
+    not_run = sum(1 for verdict in verdicts if verdict == NOT_RUN)
+    if not_run:
+        outcome.timeouts.append(
+            f"{out}: {not_run} promtool test file(s) not run: the run's --timeout "
+            f"{format_duration(limits.run_ms)} passed"
+        )
 
 
 def _case_labels(case: dict[str, Any]) -> str:
@@ -139,26 +195,19 @@ def _case_labels(case: dict[str, Any]) -> str:
     return shown or "no labels"
 
 
-def _route_case(amtool: str, config: Path, number: int, case: Any) -> str | None:
-    """None when ``case`` reaches exactly its receivers, in order; else why not, in one line."""
+def _route_case(amtool: str, config: Path, number: int, case: Any, limits: Limits) -> str | None:
+    """None when ``case`` reaches exactly its receivers, in order; else why not, in one line (NOT_RUN
+    when the run's deadline passed before or while amtool ran)."""
     if not isinstance(case, dict) or not isinstance(case.get("labels"), dict):
         return f"routing case {number}: not a mapping with labels and receivers"
     receivers = [str(receiver) for receiver in case.get("receivers") or []]
-    result = subprocess.run(
-        [
-            amtool,
-            "config",
-            "routes",
-            "test",
-            f"--config.file={config}",
-            f"--verify.receivers={','.join(receivers)}",
-            *(matcher(str(name), str(value)) for name, value in case["labels"].items()),
-        ],
-        capture_output=True,
-        text=True,
-        errors="replace",
-        check=False,
-    )
+    left = limits.left()
+    if left <= 0:
+        return NOT_RUN
+    try:
+        result = _amtool(amtool, config, receivers, case["labels"], left)
+    except subprocess.TimeoutExpired:
+        return NOT_RUN
     if result.returncode == 0:
         return None
     resolved = [line.strip() for line in result.stdout.splitlines() if line.strip() and "WARNING" not in line]
@@ -168,7 +217,29 @@ def _route_case(amtool: str, config: Path, number: int, case: Any) -> str | None
     return f"routing case {number} ({_case_labels(case)}): amtool failed: {said}"
 
 
-def run_amtool(out: Path, outcome: Outcome) -> None:
+def _amtool(
+    amtool: str, config: Path, receivers: list[str], labels: dict[Any, Any], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            amtool,
+            "config",
+            "routes",
+            "test",
+            f"--config.file={config}",
+            f"--verify.receivers={','.join(receivers)}",
+            *(matcher(str(name), str(value)) for name, value in labels.items()),
+        ],
+        capture_output=True,
+        text=True,
+        errors="replace",
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_amtool(out: Path, outcome: Outcome, limits: Limits | None = None) -> None:
+    limits = limits or Limits.starting_now()
     try:
         cases = yaml.safe_load((out / ROUTING_TESTS).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
@@ -179,27 +250,39 @@ def run_amtool(out: Path, outcome: Outcome) -> None:
         return
     amtool = require("amtool")
     with ThreadPoolExecutor(max_workers=AMTOOL_WORKERS) as pool:
-        verdicts = list(pool.map(lambda item: _route_case(amtool, out / CONFIG, item[0], item[1]), enumerate(cases, 1)))
-    failed = [verdict for verdict in verdicts if verdict is not None]
+        verdicts = list(
+            pool.map(lambda item: _route_case(amtool, out / CONFIG, item[0], item[1], limits), enumerate(cases, 1))
+        )
+    failed = [verdict for verdict in verdicts if verdict is not None and verdict != NOT_RUN]
     outcome.failures += [f"{out / ROUTING_TESTS}: {verdict}" for verdict in failed]
-    outcome.routing_cases += len(cases) - len(failed)
+    outcome.routing_cases += sum(1 for verdict in verdicts if verdict is None)
+    not_run = sum(1 for verdict in verdicts if verdict == NOT_RUN)
+    if not_run:
+        outcome.timeouts.append(
+            f"{out / ROUTING_TESTS}: {not_run} routing case(s) not run: the run's --timeout "
+            f"{format_duration(limits.run_ms)} passed"
+        )
 
 
-def run(out: Path) -> Outcome:
-    """Both suites over ``out``; ToolMissingError before anything runs when either tool is missing."""
+def run(out: Path, limits: Limits | None = None) -> Outcome:
+    """Both suites over ``out`` within ``limits`` (the defaults, from now, when not given);
+    ToolMissingError before anything runs when either tool is missing."""
     require("promtool")
     require("amtool")
+    limits = limits or Limits.starting_now()
     outcome = Outcome()
-    run_promtool(out, outcome)
-    run_amtool(out, outcome)
+    run_promtool(out, outcome, limits)
+    run_amtool(out, outcome, limits)
     return outcome
 
 
 def summary(outcome: Outcome) -> str:
-    return f"{outcome.promtool_files} promtool test file(s) passed, {outcome.routing_cases} routing case(s) passed" + (
-        f", {len(outcome.failures)} failed" if outcome.failures else ""
+    return (
+        f"{outcome.promtool_files} promtool test file(s) passed, {outcome.routing_cases} routing case(s) passed"
+        + (f", {len(outcome.failures)} failed" if outcome.failures else "")
+        + (f", {len(outcome.timeouts)} timed out" if outcome.timeouts else "")
     )
 
 
 def report(outcome: Outcome) -> list[str]:
-    return [printable(failure) for failure in outcome.failures]
+    return [printable(line) for line in [*outcome.failures, *outcome.timeouts]]

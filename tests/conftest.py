@@ -49,7 +49,8 @@ teams:
     receivers: {page: [{pagerduty: {routing_key_file: /etc/am/pd}}], ticket: [{webhook: {url: "http://127.0.0.1:9/t"}}]}
 """
 
-# The watcher is watched and foreign alerts have a home, so a valid tree validates without warnings
+# The watcher is watched, foreign alerts have a home and the example links are said to be examples,
+# so a valid tree validates without warnings
 # (tests/unit/source/test_watch_the_watcher.py covers a project without them).
 PROJECT_YAML = """\
 apiVersion: slo-compiler/v1
@@ -59,6 +60,7 @@ evaluation_interval: 1m
 heartbeat:
   receiver: {webhook: {url: "http://127.0.0.1:9/heartbeat"}}
 foreign_alerts: {team: platform-network}
+example_links: true
 """
 
 # Lines 10-16 of the valid spec: the SLI and its objective; tests swap in other SLI kinds.

@@ -587,6 +587,13 @@ class Project:
     foreign_alerts: ForeignAlerts | None = None  # None: the root receiver drops them (validate warns)
     # Where the Project document is (its kind), for the warnings about the two above; None: no project.yaml.
     position: Position | None = field(default=None, compare=False)
+    # The link settings (runbook_base_url, grafana_base_url) left at a reserved example domain
+    # (example.com, .net, .org), set or by default; validate and generate warn once.
+    placeholder_links: tuple[str, ...] = ()
+    # Where that warning points: the first placeholder value in project.yaml, else the Project
+    # document; None without project.yaml (then ``specs_dir`` names where it is missing).
+    placeholder_position: Position | None = field(default=None, compare=False)
+    specs_dir: str = field(default="", compare=False)
 
     def severity_label(self, severity: Severity) -> str:
         """The ``severity`` label value alerts of this severity carry, and routes match."""

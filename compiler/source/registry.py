@@ -7,10 +7,13 @@ every other team.
 
 from __future__ import annotations
 
+import os
+from pathlib import PurePath
 from typing import Any
+from urllib.parse import urlsplit
 
 from compiler import promql
-from compiler.diagnostics import Diagnostics
+from compiler.diagnostics import Diagnostics, Position
 from compiler.model import (
     ALERTMANAGER_RETENTION_MS,
     DEFAULT_TIMING,
@@ -38,6 +41,9 @@ from compiler.source.scrape import read_scrape_profile
 MINUTE = 60_000
 DEFAULT_RUNBOOK_BASE = "https://runbooks.example.com/slo"
 DEFAULT_GRAFANA_BASE = "https://grafana.example.com"
+# Domains reserved for examples (RFC 2606): a link there reaches nobody's runbook or dashboard.
+PLACEHOLDER_DOMAINS = ("example.com", "example.net", "example.org")
+LINK_SETTINGS = (("runbook_base_url", DEFAULT_RUNBOOK_BASE), ("grafana_base_url", DEFAULT_GRAFANA_BASE))
 CHANNELS: tuple[Channel, ...] = ("page", "ticket", "info", "shadow")
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
 
@@ -212,24 +218,39 @@ def build_teams(documents: list[Document], project: Project, diagnostics: Diagno
     return teams
 
 
-def build_project(documents: list[Document], diagnostics: Diagnostics) -> Project:
-    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
-    for document in projects[1:]:
-        diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
-    if not projects:
-        return Project(runbook_base_url=DEFAULT_RUNBOOK_BASE, evaluation_interval_ms=MINUTE)
-    document = projects[0]
+def is_placeholder(url: str) -> bool:
+    """Whether ``url``'s host is a reserved example domain or under one."""
+    try:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+    except ValueError:  # a malformed authority, such as an unclosed IPv6 bracket
+        return False
+    return any(host == domain or host.endswith(f".{domain}") for domain in PLACEHOLDER_DOMAINS)
+
+
+def _placeholder_links(document: Document) -> tuple[tuple[str, ...], Position]:
+    """The link settings left at an example domain (none when ``example_links: true``), and where to warn."""
     data = document.data
-    interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
-    if interval is None or interval <= 0 or interval > 5 * MINUTE:
-        diagnostics.error(
-            document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
-        )
-        interval = MINUTE
-    am = _mapping(data.get("alertmanager"))
+    if data.get("example_links") is True:
+        return (), document.position(("kind",))
+    keys = tuple(key for key, default in LINK_SETTINGS if is_placeholder(str(data.get(key, default))))
+    written = [document.position((key,)) for key in keys if key in data]
+    return keys, min(written) if written else document.position(("kind",))
+
+
+def _specs_dir(documents: list[Document]) -> str:
+    """The folder the documents were read from (their common parent), for a warning about a missing file."""
+    parents = [str(PurePath(d.path).parent) for d in documents]
+    try:
+        return os.path.commonpath(parents) if parents else ""
+    except ValueError:  # absolute and relative paths mixed
+        return parents[0]
+
+
+def _timings(document: Document, am: dict[str, Any], diagnostics: Diagnostics) -> tuple[tuple[Severity, Timing], ...]:
+    """alertmanager.timing per severity, each field defaulted."""
     timing_value = am.get("timing")
     timing_raw: dict[str, Any] = timing_value if isinstance(timing_value, dict) else {}
-    timing = tuple(
+    return tuple(
         (
             severity,
             _timing(
@@ -242,6 +263,34 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         )
         for severity in SEVERITIES
     )
+
+
+def _no_project(documents: list[Document]) -> Project:
+    """The defaults, without project.yaml: every link a placeholder (when there are specs to link)."""
+    return Project(
+        runbook_base_url=DEFAULT_RUNBOOK_BASE,
+        evaluation_interval_ms=MINUTE,
+        placeholder_links=tuple(key for key, _ in LINK_SETTINGS) if documents else (),
+        specs_dir=_specs_dir(documents),
+    )
+
+
+def build_project(documents: list[Document], diagnostics: Diagnostics) -> Project:
+    projects = [d for d in documents if isinstance(d.data, dict) and d.data.get("kind") == "Project"]
+    for document in projects[1:]:
+        diagnostics.error(document.position(("kind",)), "only one Project document is allowed")
+    if not projects:
+        return _no_project(documents)
+    document = projects[0]
+    data = document.data
+    interval = promql.parse_duration(str(data.get("evaluation_interval", "1m")))
+    if interval is None or interval <= 0 or interval > 5 * MINUTE:
+        diagnostics.error(
+            document.position(("evaluation_interval",)), "evaluation_interval must be a duration from 1s to 5m"
+        )
+        interval = MINUTE
+    am = _mapping(data.get("alertmanager"))
+    timing = _timings(document, am, diagnostics)
     smtp = None
     smtp_raw = am.get("smtp")
     if isinstance(smtp_raw, dict) and "smarthost" in smtp_raw and "from" in smtp_raw:
@@ -253,6 +302,7 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
             require_tls=bool(smtp_raw.get("require_tls", True)),
         )
     conventions = read_project_conventions(document, diagnostics)
+    placeholders, placeholder_at = _placeholder_links(document)
     return Project(
         runbook_base_url=data.get("runbook_base_url", DEFAULT_RUNBOOK_BASE),
         evaluation_interval_ms=interval,
@@ -271,6 +321,8 @@ def build_project(documents: list[Document], diagnostics: Diagnostics) -> Projec
         heartbeat=_heartbeat(document, diagnostics),
         foreign_alerts=_foreign_alerts(_mapping(data.get("foreign_alerts"))),
         position=document.position(("kind",)),
+        placeholder_links=placeholders,
+        placeholder_position=placeholder_at,
     )
 
 

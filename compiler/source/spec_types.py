@@ -488,6 +488,7 @@ class ProjectSpec(TypedDict, total=False):
     apiVersion: Required[Literal['slo-compiler/v1']]
     kind: Required[Literal['Project']]
     runbook_base_url: NotRequired[str]
+    example_links: NotRequired[bool]
     evaluation_interval: NotRequired[str]
     grafana_base_url: NotRequired[str]
     alertmanager: NotRequired[ProjectSpecAlertmanager]

@@ -7,6 +7,11 @@ output is byte-stable. Every query reads only the series the Prometheus target r
 recomputes a window from raw series. Each query is scoped to the dashboard's slice
 variables with ``label=~"$label"``; an "All" selection is ``.*`` so series without the
 label (a no-data alert) still match.
+
+A spec sliced by a per-unit label (``instance``, ``node``, ``pod``, ``device``: the labels
+``plan.watch`` warns about) has thousands of slices on a large fleet, so every panel that plots
+one series per slice draws only the WORST of them (``topk`` where high is bad, ``bottomk``
+where low is), and that label's variable says so: "All" is then the worst ten, not 15,000 lines.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from compiler.model.links import (
     team_dashboard_uid,
 )
 from compiler.plan import AlertSpec, Plan, SpecPlan
+from compiler.plan.watch import PER_UNIT_LABELS, per_unit_labels
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
 from compiler.text import jsonout
 from compiler.text.numbers import clean_number, format_value, go_float, percent
@@ -47,6 +53,7 @@ TIME_FROM = "now-7d"
 REFRESH = "1m"
 GRID_WIDTH = 24
 PER_LINE = 4  # panels of one kind side by side before wrapping
+WORST = 10  # per-unit slices a panel plots: the worst ten at each step
 
 UNITS: dict[str, str] = {
     "ratio": "percentunit",
@@ -101,6 +108,25 @@ def _slice_matchers(slo: SLO) -> tuple[Matcher, ...]:
 def _scoped(expr: str, slo: SLO) -> str:
     """``expr`` with every selector filtered on the spec's slice variables."""
     return inject_matchers(expr, _slice_matchers(slo))
+
+
+def _worst(slo: SLO, expr: str, *, high_is_bad: bool) -> str:
+    """``expr`` (scoped) limited to the WORST slices when the spec is sliced per unit, else as it is."""
+    if not per_unit_labels(slo):
+        return expr
+    return f"{'topk' if high_is_bad else 'bottomk'}({WORST}, {expr})"
+
+
+def _worst_text(slo: SLO, *, high_is_bad: bool) -> str:
+    """What the panel leaves out when ``_worst`` limits it ('' when it does not)."""
+    units = per_unit_labels(slo)
+    if not units:
+        return ""
+    return (
+        f" Sliced per {units[0]}: only the {WORST} {'highest' if high_is_bad else 'lowest'} at each step "
+        f"(`{'topk' if high_is_bad else 'bottomk'}`); pick {PER_UNIT_LABELS[units[0]]} in the {units[0]} variable "
+        "to see others."
+    )
 
 
 def _legend(slo: SLO, suffix: str = "") -> str:
@@ -198,9 +224,10 @@ def _variables(slos: Sequence[SLO]) -> list[cogbuilder.Builder[dm.VariableModel]
         else:
             selector = f"{{__name__=~{quote('|'.join(metrics))},{slo_matcher}}}"
         query = f"label_values({selector}, {label})"
+        per_unit = any(label in per_unit_labels(slo) for slo in users)
         variables.append(
             db.QueryVariable(dashboard_variable(label))
-            .label(label)
+            .label(f"{label} (All: the {WORST} worst)" if per_unit else label)
             .datasource(DATASOURCE)
             .query(query)
             .definition(query)
@@ -270,24 +297,31 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _
                 model,
                 slo,
                 f"Good-event ratio per slice over the last hour, from the recorded `{series.BAD_1H}` and "
-                f"`{series.TOTAL_1H}`. The dashed line is the {target} objective over {period}.",
+                f"`{series.TOTAL_1H}`. The dashed line is the {target} objective over {period}."
+                + _worst_text(slo, high_is_bad=False),
             ),
             UNITS["ratio"],
             12,
             8,
         )
-        .with_target(_query(_scoped(f"1 - ({series.window_ratio(slo, windows.HOUR)})", slo), slice_legend, "A"))
+        .with_target(
+            _query(
+                _worst(slo, _scoped(f"1 - ({series.window_ratio(slo, windows.HOUR)})", slo), high_is_bad=False),
+                slice_legend,
+                "A",
+            )
+        )
         .thresholds(_thresholds([(None, RED), (clean_number(objective.target), GREEN)]))
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
     budget_what = (
         f"Share of the {period} error budget ({percent(objective.budget)} of events) still unspent, per slice, "
         f"from `{series.BUDGET_REMAINING}`; below 0 the objective is missed."
-    )
-    budget = series.recorded(series.BUDGET_REMAINING, slo)
+    ) + _worst_text(slo, high_is_bad=False)
+    budget = _worst(slo, _scoped(series.recorded(series.BUDGET_REMAINING, slo), slo), high_is_bad=False)
     budget_stat = (
         _stat(ids, f"Error budget remaining ({period})", _description(model, slo, budget_what), UNITS["ratio"], 4, 8)
-        .with_target(_query(_scoped(budget, slo), slice_legend, "A", instant=True))
+        .with_target(_query(budget, slice_legend, "A", instant=True))
         .thresholds(_thresholds(_budget_steps()))
     )
     budget_series = (
@@ -299,7 +333,7 @@ def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _
             8,
             8,
         )
-        .with_target(_query(_scoped(budget, slo), slice_legend, "A"))
+        .with_target(_query(budget, slice_legend, "A"))
         .thresholds(_thresholds(_budget_steps()))
         .thresholds_style(common_builders.GraphThresholdsStyleConfig().mode(common.GraphThresholdsStyleMode.DASHED))
     )
@@ -324,6 +358,7 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
         "line) for "
         f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
         f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
+        + _worst_text(slo, high_is_bad=True)
     )
     panel = (
         _timeseries(
@@ -337,14 +372,18 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
         .description(_description(model, slo, what, names))
         .with_target(
             _query(
-                _scoped(f"({series.window_ratio(slo, burn.long_ms)}) / {budget_text}", slo),
+                _worst(
+                    slo, _scoped(f"({series.window_ratio(slo, burn.long_ms)}) / {budget_text}", slo), high_is_bad=True
+                ),
                 _legend(slo, long_w),
                 "A",
             )
         )
         .with_target(
             _query(
-                _scoped(f"({series.window_ratio(slo, burn.short_ms)}) / {budget_text}", slo),
+                _worst(
+                    slo, _scoped(f"({series.window_ratio(slo, burn.short_ms)}) / {budget_text}", slo), high_is_bad=True
+                ),
                 _legend(slo, short_w),
                 "B",
             )
@@ -422,13 +461,24 @@ def _fleet_text(slo: SLO) -> str:
     )
 
 
+def _high_is_bad(slo: SLO) -> bool:
+    """Whether the spec's ranges bound its value from above (or not from below): its worst slices are its highest."""
+    bands = [band for band, _ in _bands(slo)]
+    upper = any(b.maximum is not None or (b.relative and b.relative.max_factor is not None) for b in bands)
+    lower = any(b.minimum is not None or (b.relative and b.relative.min_factor is not None) for b in bands)
+    return upper or not lower
+
+
 def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, span: int) -> Panel:
     bands = _bands(slo)
+    high_is_bad = _high_is_bad(slo)
+    value = _worst(slo, _scoped(series.value(slo), slo), high_is_bad=high_is_bad)
     what = "\n\n".join(
         [
             "The signal's current value per slice"
             + (" (5m error ratio from the recorded rates)" if slo.counts_events else f" (`{series.VALUE}`)")
-            + "; shaded areas are outside the static bounds, dashed series are the relative bounds.",
+            + "; shaded areas are outside the static bounds, dashed series are the relative bounds."
+            + _worst_text(slo, high_is_bad=high_is_bad),
             *(_band_text(model, slo, band, label) for band, label in bands),
         ]
     )
@@ -438,7 +488,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
     )
     panel = (
         _timeseries(ids, title, _description(model, slo, what, names), UNITS[slo.unit], span, 8)
-        .with_target(_query(_scoped(series.value(slo), slo), _legend(slo), "A"))
+        .with_target(_query(value, _legend(slo), "A"))
         .thresholds(_thresholds(_band_steps(slo)))
     )
     if len(_band_steps(slo)) > 1:
@@ -456,9 +506,11 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
                 continue
             ref_id = chr(ref)
             ref += 1
-            expr = f"{go_float(factor)} * {series.baseline(slo, series.band_level(slo, band))}"
+            expr = _scoped(f"{go_float(factor)} * {series.baseline(slo, series.band_level(slo, band))}", slo)
+            if per_unit_labels(slo):  # the bounds of the slices the value series shows, no others
+                expr = f"({expr}) and on ({', '.join(slo.slice.by)}) {value}"
             legend = _legend(slo, f"{label.lower()} {side} ({go_float(factor)}x the baseline, {offset} ago or held)")
-            panel = panel.with_target(_query(_scoped(expr, slo), legend, ref_id)).override_by_query(
+            panel = panel.with_target(_query(expr, legend, ref_id)).override_by_query(
                 ref_id, [dm.DynamicConfigValue("custom.lineStyle", {"fill": "dash", "dash": [10, 10]})]
             )
     return panel

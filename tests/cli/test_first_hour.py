@@ -17,7 +17,9 @@ from compiler import starter, testrun
 from tests.conftest import RunCli
 
 
-def test_init_writes_a_starter_that_validates_without_problems_or_warnings(run_cli: RunCli, tmp_path: Path) -> None:
+def test_init_writes_a_starter_that_validates_with_one_warning_its_placeholder_links(
+    run_cli: RunCli, tmp_path: Path
+) -> None:
     code, out, err = run_cli(["init"], tmp_path)
     assert code == 0, err
     for relative, _ in starter.FILES:
@@ -26,7 +28,10 @@ def test_init_writes_a_starter_that_validates_without_problems_or_warnings(run_c
     assert "slo-compiler generate && slo-compiler test" in out
     code, out, err = run_cli(["validate"], tmp_path)
     assert code == 0, err
-    assert err == ""  # no notes, no warnings (heartbeat and foreign alerts are configured)
+    # No notes and no other warning (heartbeat and foreign alerts are configured); the links its
+    # project.yaml marks REPLACE are example.com placeholders until the user sets them.
+    assert err.startswith("slo_specs/project.yaml:") and err.count("\n") == 1, err
+    assert "warning: placeholder links: runbook_base_url (the runbook link in every alert) and grafana_base_url" in err
     assert "3 spec(s) valid" in out
     code, out, err = run_cli(["generate"], tmp_path)
     assert code == 0, err

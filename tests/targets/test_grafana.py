@@ -6,6 +6,7 @@ the SDK's own decoder is the structural validator, ``compiler.promql`` the query
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import typing
@@ -19,6 +20,7 @@ import pytest
 from compiler import promql
 from compiler.model import SLO, Model, Unit, links, series
 from compiler.plan import plan, plan_spec
+from compiler.plan import watch as plan_watch
 from compiler.targets import grafana, prometheus
 
 with warnings.catch_warnings():
@@ -479,3 +481,77 @@ def test_units_cover_every_spec_unit() -> None:
         "per_second": "ops",
         "count": "none",
     }
+
+
+# -- per-unit slices (issue 28 items 3 and 4) -------------------------------------------------
+
+WORST_WRAPPED = re.compile(r"^(topk|bottomk)\(10, .*\)$", re.DOTALL)
+
+
+@pytest.mark.parametrize("key", sorted(MODELS))
+def test_panels_of_a_per_unit_spec_plot_only_its_ten_worst_slices(key: str) -> None:
+    """A spec sliced by node, instance, pod or device draws at most ten series per query, not one per unit."""
+    model, specs = MODELS[key], by_name(MODELS[key])
+    wrapped = 0
+    for team in model.teams:
+        name = grafana.team_dashboard_path(team)
+        if name not in RENDERED[key]:
+            continue
+        for spec, panel in spec_panels(load(key, name)):
+            per_unit = bool(plan_watch.per_unit_labels(specs[spec]))
+            for target in panel.get("targets", []):
+                if panel["type"] == "state-timeline":  # max by (alertname): one series per alert already
+                    assert not WORST_WRAPPED.match(target["expr"])
+                    continue
+                assert bool(WORST_WRAPPED.match(target["expr"])) is per_unit, (spec, panel["title"], target["expr"])
+                wrapped += per_unit
+    assert wrapped > 0, f"no per-unit spec among the {key} specs"
+
+
+def test_the_library_per_node_spec_shows_its_highest_values_and_says_so() -> None:
+    data = load("library", "grafana/dashboards/platform-nodes.json")
+    (panel,) = [p for spec, p in spec_panels(data) if spec == "node-readiness-flapping" and p["type"] == "timeseries"]
+    (target,) = panel["targets"]
+    assert target["expr"] == (
+        'topk(10, slo:sli_value:gauge{slo="node-readiness-flapping",cluster=~"$cluster",node=~"$node"})'
+    )
+    assert (
+        "Sliced per node: only the 10 highest at each step (`topk`); pick nodes in the node variable"
+        in (panel["description"])
+    )
+    node = next(v for v in data["templating"]["list"] if v["name"] == "node")
+    assert node["label"] == "node (All: the 10 worst)"
+    cluster = next(v for v in data["templating"]["list"] if v["name"] == "cluster")
+    assert cluster["label"] == "cluster"  # not a unit: every cluster is drawn
+
+
+def test_budget_and_sli_panels_keep_the_lowest_and_burn_panels_the_highest() -> None:
+    data = load("fixtures", "grafana/dashboards/team-a.json")
+    exprs = {
+        panel["title"]: [target["expr"] for target in panel["targets"]]
+        for spec, panel in spec_panels(data)
+        if spec == "fixture-ratio-good"
+    }
+    assert exprs["SLI (1h) vs 99.9% objective"][0].startswith("bottomk(10, 1 - (slo:sli_bad:rate1h{")
+    assert exprs["Error budget remaining (28d)"][0].startswith("bottomk(10, slo:error_budget_remaining:ratio{")
+    burns = [expr for title, found in exprs.items() if title.startswith("Burn rate") for expr in found]
+    assert burns and all(expr.startswith("topk(10, (") for expr in burns)
+
+
+def test_relative_bounds_of_a_per_unit_spec_follow_the_slices_the_value_shows() -> None:
+    """A per-unit spec with relative bounds: each bound series is kept only for the slices drawn."""
+    relative = next(
+        slo
+        for slo in MODELS["library"].slos
+        if any(band and band.relative for band in (slo.normal_range, slo.critical_range))
+        and not plan_watch.per_unit_labels(slo)
+    )
+    slo = dataclasses.replace(relative, slice=dataclasses.replace(relative.slice, by=(*relative.slice.by, "pod")))
+    built = grafana._range_panel(MODELS["library"], slo, (), grafana._Ids(), 16).build()
+    panel = json.loads(json.dumps(built, default=JSONEncoder().default))
+    value, *bounds = [target["expr"] for target in panel["targets"]]
+    assert WORST_WRAPPED.match(value) and bounds
+    on = ", ".join(slo.slice.by)
+    for expr in bounds:
+        assert expr.endswith(f") and on ({on}) {value}"), expr
+        promql.parse_expr(substitute(expr))

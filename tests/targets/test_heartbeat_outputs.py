@@ -49,6 +49,7 @@ def _files(tmp_path: Path, extra: str) -> dict[str, bytes]:
     specs.mkdir(parents=True)
     (specs / "owners.yaml").write_text(OWNERS, encoding="utf-8")
     project = "apiVersion: slo-compiler/v1\nkind: Project\nrunbook_base_url: https://rb.example.com\n" + extra
+    project += "example_links: true\n"  # the plan's other warnings are what these tests read
     (specs / "project.yaml").write_text(project, encoding="utf-8")
     (specs / "dns-errors.yaml").write_text(VALID_SLO, encoding="utf-8")
     return render_all(compile_tree(specs, cwd=tmp_path))

@@ -18,6 +18,7 @@ apiVersion: slo-compiler/v1
 kind: Project
 runbook_base_url: https://runbooks.example.com/slo
 evaluation_interval: 1m
+example_links: true
 """
 HEARTBEAT = """\
 heartbeat:
@@ -80,9 +81,11 @@ def test_without_a_project_document_the_warnings_name_no_position(
     (spec_tree / "project.yaml").unlink()
     code, _, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert code == 0
+    # The placeholder-link warning names the folder where project.yaml is missing (test_placeholder_links.py).
     assert [line.split(":", 2)[:2] for line in stderr.splitlines()] == [
         ["slo-compiler", " warning"],
         ["slo-compiler", " warning"],
+        ["specs", " warning"],
     ], stderr
 
 
