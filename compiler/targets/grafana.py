@@ -25,8 +25,9 @@ from compiler.model.links import (
 )
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import Matcher, format_duration, inject_matchers, quote
-from compiler.text import jsonout
-from compiler.text.numbers import clean_number, format_value, go_float, percent
+from compiler.text import human, jsonout
+from compiler.text.human import percent
+from compiler.text.numbers import clean_number, go_float
 
 with warnings.catch_warnings():
     # The SDK's dashboard modules warn at import time that the v2 schema is preferred; we emit v1
@@ -317,18 +318,18 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
     period = format_duration(objective.period_ms)
     budget_text = go_float(clean_number(objective.budget))
     long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
-    factor = f"{burn.factor:.3g}"  # display only; the threshold below is exact
+    factor = human.factor(burn.factor)  # display only; the threshold below is exact
     what = (
         f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
-        f"The {model.project.severity_text(burn.severity)} alert fires when both stay above {factor}x (the dashed "
+        f"The {model.project.severity_text(burn.severity)} alert fires when both stay above {factor} (the dashed "
         "line) for "
-        f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
-        f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
+        f"{human.duration(burn.for_ms)}: at {factor} the {period} budget lasts "
+        f"{human.duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
     )
     panel = (
         _timeseries(
             ids,
-            f"Burn rate {long_w}/{short_w} ({model.project.severity_label(burn.severity)}, {factor}x)",
+            f"Burn rate {long_w}/{short_w} ({model.project.severity_label(burn.severity)}, {factor})",
             "",
             BURN_UNIT,
             span,
@@ -391,23 +392,23 @@ def _bands(slo: SLO) -> list[tuple[Range, str]]:
 def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
     bounds = []
     if band.minimum is not None:
-        bounds.append(f"min {format_value(slo.unit, band.minimum)}")
+        bounds.append(f"min {human.value(slo.unit, band.minimum)}")
     if band.maximum is not None:
-        bounds.append(f"max {format_value(slo.unit, band.maximum)}")
+        bounds.append(f"max {human.value(slo.unit, band.maximum)}")
     rel = band.relative
     if rel is not None:
         offset = format_duration(rel.offset_ms)
-        floor = f" (only from {format_value(slo.unit, rel.floor)})" if rel.floor else ""
-        held = f"its baseline (its value {offset} earlier, held up to {format_duration(rel.hold_ms)} while it fires)"
+        floor = f" (only from {human.value(slo.unit, rel.floor)})" if rel.floor else ""
+        held = f"its baseline (its value {offset} earlier, held up to {human.duration(rel.hold_ms)} while it fires)"
         if rel.max_factor is not None:
-            bounds.append(f"at least {go_float(rel.max_factor)}x {held}{floor}")
+            bounds.append(f"at least {human.factor(rel.max_factor)} {held}{floor}")
         if rel.min_factor is not None:
-            bounds.append(f"at most {go_float(rel.min_factor)}x {held}{floor}")
-    keep = f", keeps firing {format_duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
+            bounds.append(f"at most {human.factor(rel.min_factor)} {held}{floor}")
+    keep = f", keeps firing {human.duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
     reason = f" {band.reason.strip()}" if band.reason.strip() else ""
     return (
         f"{label} range ({model.project.severity_text(band.severity)}): {'; '.join(bounds)}. Alerts once outside for "
-        f"{format_duration(band.for_ms)}{keep}.{reason}{_fleet_text(slo) if label == 'Critical' else ''}"
+        f"{human.duration(band.for_ms)}{keep}.{reason}{_fleet_text(slo) if label == 'Critical' else ''}"
     )
 
 
@@ -457,7 +458,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
             ref_id = chr(ref)
             ref += 1
             expr = f"{go_float(factor)} * {series.baseline(slo, series.band_level(slo, band))}"
-            legend = _legend(slo, f"{label.lower()} {side} ({go_float(factor)}x the baseline, {offset} ago or held)")
+            legend = _legend(slo, f"{label.lower()} {side} ({human.factor(factor)} the baseline, {offset} ago or held)")
             panel = panel.with_target(_query(_scoped(expr, slo), legend, ref_id)).override_by_query(
                 ref_id, [dm.DynamicConfigValue("custom.lineStyle", {"fill": "dash", "dash": [10, 10]})]
             )
