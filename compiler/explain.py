@@ -18,7 +18,6 @@ from compiler.model.links import rules_path
 from compiler.model.reads import RawRead, raw_reads, repeated
 from compiler.plan import SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
-from compiler.promql import format_duration
 from compiler.text import human
 
 
@@ -115,7 +114,7 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
             threshold = slo.objective.threshold(rule.burn)
             details.insert(
                 1,
-                f"{format_duration(rule.burn.long_ms)}/{format_duration(rule.burn.short_ms)} windows over "
+                f"{human.duration(rule.burn.long_ms)}/{human.duration(rule.burn.short_ms)} windows over "
                 f"{human.factor(rule.burn.factor)} (error ratio over {human.share(threshold)})",
             )
         if rule.keep_firing_for_ms:

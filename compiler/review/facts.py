@@ -98,7 +98,7 @@ def _alert_facts(model: Model, spec: SpecPlan, alert: AlertSpec) -> AlertFacts:
         burn = alert.burn
         key = f"{alert.name} {_window(burn.long_ms)}/{_window(burn.short_ms)}"
         facts += [
-            ("windows", f"{_window(burn.long_ms)}/{_window(burn.short_ms)}"),
+            ("windows", f"{_ms(burn.long_ms)} / {_ms(burn.short_ms)}"),
             ("burn factor", human.factor(burn.factor)),
             ("threshold", f"error ratio > {_ratio(slo.objective.threshold(burn))}"),
         ]

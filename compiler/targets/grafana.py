@@ -24,7 +24,7 @@ from compiler.model.links import (
     team_dashboard_uid,
 )
 from compiler.plan import AlertSpec, Plan, SpecPlan
-from compiler.promql import Matcher, format_duration, inject_matchers, quote
+from compiler.promql import Matcher, inject_matchers, quote
 from compiler.text import human, jsonout
 from compiler.text.human import percent
 from compiler.text.numbers import clean_number, go_float
@@ -260,7 +260,7 @@ def _budget_steps() -> list[tuple[float | None, str]]:
 def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids) -> list[Panel]:
     objective = slo.objective
     assert objective is not None
-    period = format_duration(objective.period_ms)
+    period = human.duration(objective.period_ms)
     target = percent(objective.target)
     slice_legend = _legend(slo)
     sli = (
@@ -315,9 +315,9 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
     """One window pair's burn rates against its factor (the dashed line)."""
     objective = slo.objective
     assert objective is not None
-    period = format_duration(objective.period_ms)
+    period = human.duration(objective.period_ms)
     budget_text = go_float(clean_number(objective.budget))
-    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
+    long_w, short_w = human.duration(burn.long_ms), human.duration(burn.short_ms)
     factor = human.factor(burn.factor)  # display only; the threshold below is exact
     what = (
         f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
@@ -397,7 +397,7 @@ def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
         bounds.append(f"max {human.value(slo.unit, band.maximum)}")
     rel = band.relative
     if rel is not None:
-        offset = format_duration(rel.offset_ms)
+        offset = human.duration(rel.offset_ms)
         floor = f" (only from {human.value(slo.unit, rel.floor)})" if rel.floor else ""
         held = f"its baseline (its value {offset} earlier, held up to {human.duration(rel.hold_ms)} while it fires)"
         if rel.max_factor is not None:
@@ -451,7 +451,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
         rel = band.relative
         if rel is None:
             continue
-        offset = format_duration(rel.offset_ms)
+        offset = human.duration(rel.offset_ms)
         for side, factor in (("max", rel.max_factor), ("min", rel.min_factor)):
             if factor is None:
                 continue
@@ -562,7 +562,7 @@ def _overview_panel(model: Model, slo: SLO, ids: _Ids, span: int) -> Panel:
         db.DashboardLink("Runbook").url(_runbook_root(model, slo)).target_blank(True),
     ]
     if slo.objective is not None:
-        period = format_duration(slo.objective.period_ms)
+        period = human.duration(slo.objective.period_ms)
         what = (
             f"Owner {slo.owner.name}. Error budget left of the {percent(slo.objective.target)} objective over "
             f"{period}, worst selected slice (`{series.BUDGET_REMAINING}`)."

@@ -18,7 +18,6 @@ import jinja2
 from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Channel, Condition, Model, Range, links
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.plan.quality import Quality, figure_text, quality
-from compiler.promql import format_duration
 from compiler.targets.catalog.chart import burn_chart
 from compiler.text import human
 
@@ -83,7 +82,7 @@ def _percent(share: float | None) -> str:
 
 def _alert_view(model: Model, slo: SLO, alert: AlertSpec, index: int) -> dict[str, Any]:
     figures: Quality | None = quality(slo, alert)
-    windows = f"{format_duration(alert.burn.long_ms)} / {format_duration(alert.burn.short_ms)}" if alert.burn else "—"
+    windows = f"{human.duration(alert.burn.long_ms)} / {human.duration(alert.burn.short_ms)}" if alert.burn else "—"
     return {
         "name": alert.name,
         "anchor": f"alert-{index}",

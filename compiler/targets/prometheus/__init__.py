@@ -206,7 +206,7 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     objective, burn = slo.objective, alert.burn
     assert objective is not None and burn is not None
     threshold = go_float(objective.threshold(burn))
-    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
+    long_w, short_w = human.duration(burn.long_ms), human.duration(burn.short_ms)
     expr = (
         f"(\n{_indent(series.window_ratio(slo, burn.long_ms))}\n) > {threshold}\n"
         f"and\n(\n{_indent(series.window_ratio(slo, burn.short_ms))}\n) > {threshold}"

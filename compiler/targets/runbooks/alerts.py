@@ -153,8 +153,8 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
                     Row(
                         **common,
                         kind="error budget burn",
-                        long=format_duration(rule.burn.long_ms),
-                        short=format_duration(rule.burn.short_ms),
+                        long=human.duration(rule.burn.long_ms),
+                        short=human.duration(rule.burn.short_ms),
                         factor=human.factor(rule.burn.factor),
                         ratio=pair.threshold,
                         bound="—",
