@@ -15,12 +15,14 @@ number beside any text made here.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 
-from compiler.text.numbers import clean_number
+from compiler.text.numbers import clean_number, go_float
 
 _TOLERANCE = 0.01  # how far a rounded factor or share may be from the value
 _MOST_DIGITS = 3
+_SMALLEST, _LARGEST = 1e-9, 1e18  # beyond these a number is written as Prometheus writes it
 _DAY, _HOUR, _MINUTE, _SECOND = 86_400_000, 3_600_000, 60_000, 1000
 _UNITS_MS = (("d", _DAY), ("h", _HOUR), ("m", _MINUTE), ("s", _SECOND))
 
@@ -38,16 +40,28 @@ def _plain(text: str) -> str:
     return f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}"
 
 
+def _absurd(value: float) -> bool:
+    """Not finite, or so large or small that a plain decimal would be a wall of digits: such a number keeps
+    Prometheus's form (``1e+300``, ``+Inf``)."""
+    return not math.isfinite(value) or (value != 0 and not _SMALLEST <= abs(value) < _LARGEST)
+
+
 def decimal(value: float) -> str:
     """A number exactly as written (binary noise rounded away), never in exponent notation:
     ``1209600`` -> ``1,209,600``, ``2e-05`` -> ``0.00002``."""
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    if _absurd(value):
+        return go_float(value)
     return _plain(repr(clean_number(value)))
 
 
 def approx(value: float) -> str:
     """The fewest significant digits (at most three) within 1% of ``value``; whole numbers of three
     or more digits stay whole: ``0.9333`` -> ``0.93``, ``14.4`` -> ``14.4``, ``1234.5`` -> ``1,235``."""
-    if value == 0 or value != value:
+    if value == 0 or _absurd(value):
         return decimal(value)
     if abs(value) >= 10 ** (_MOST_DIGITS - 1):
         return _plain(str(round(value)))
@@ -94,6 +108,8 @@ def duration(ms: int | float) -> str:
 
 def seconds(value: float) -> str:
     """A value in seconds for people: ``0.25`` -> ``250ms``, ``1.5`` -> ``1.5s``, ``1209600`` -> ``14d``."""
+    if _absurd(value) or abs(value) >= _LARGEST / 1e6:  # beyond 30,000 years: the number of seconds
+        return f"{decimal(value)}s"
     if value < 0:
         return f"-{seconds(-value)}"
     if value < 1:
@@ -117,6 +133,8 @@ _SI = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**
 
 def byte_size(value: float) -> str:
     """Bytes: ``16777216`` -> ``16 MiB`` (exact binary multiples), ``1e8`` -> ``100 MB``, ``512`` -> ``512 B``."""
+    if _absurd(value):
+        return f"{decimal(value)} B"
     size = abs(value)
     sign = "-" if value < 0 else ""
     for name, scale in _IEC:
@@ -148,8 +166,8 @@ def value(unit: str, number: float) -> str:
 def reading(unit: str, number: float) -> str:
     """A measured value in a spec's ``unit``, to the digits that matter (a live ``0.1234567`` ratio is
     ``12.3%``, ``0.2468`` seconds ``247ms``); a written bound goes through ``value`` instead."""
-    if number != number or number in (float("inf"), float("-inf")):
-        return str(number)
+    if _absurd(number):
+        return decimal(number)
     if unit == "ratio":
         return share(number)
     if unit == "seconds" and abs(number) < 60:

@@ -4,6 +4,7 @@ item 4 as the formatter writes it now, with what the JSON keeps beside the text.
 from __future__ import annotations
 
 import json
+import math
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -98,7 +99,7 @@ def test_approx_is_within_one_percent_and_never_an_exponent(value: float) -> Non
     assert abs(float(text.replace(",", "")) - value) <= 0.01 * value + 0.5 * (value >= 100)
 
 
-@given(st.floats(min_value=1e-12, max_value=1e12, allow_nan=False))
+@given(st.floats(min_value=1e-9, max_value=1e12, allow_nan=False))
 def test_decimal_is_the_number_as_written_without_exponent(value: float) -> None:
     text = human.decimal(value)
     assert "e" not in text.lower()
@@ -158,3 +159,14 @@ def test_backtest_table_and_markdown_write_durations_for_people() -> None:
     for text in (render_table(summary), render_markdown(summary)):
         assert "56m 18s" in text and "2m 8s" in text and "(warm-up 7d)" in text
         assert "56m18s" not in text and "ms" not in text.replace("items", "")
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(1e300, "1e+300"), (1e-300, "1e-300"), (math.inf, "+Inf"), (math.nan, "NaN")]
+)
+def test_an_absurd_number_keeps_prometheus_form_instead_of_a_wall_of_digits(value: float, text: str) -> None:
+    """A hostile bound (accepted where its unit allows it) is not written as 300 digits, nor does it crash."""
+    assert human.decimal(value) == text and human.count(value) == text
+    assert human.reading("count", value) == text
+    assert human.value("seconds", value) == f"{text}s" and human.value("bytes", value) == f"{text} B"
+    assert human.factor(value) == f"{text}x" and human.value("ratio", value).endswith("%")
