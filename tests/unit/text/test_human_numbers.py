@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from compiler.live.backtest import Interval, Result
 from compiler.live.summary import render_markdown, render_table, summarise
 from compiler.model import BurnAlert, Objective
+from compiler.review.behaviour import Timing
 from compiler.text import human
 from compiler.text.numbers import go_float
 
@@ -170,3 +171,9 @@ def test_an_absurd_number_keeps_prometheus_form_instead_of_a_wall_of_digits(valu
     assert human.reading("count", value) == text
     assert human.value("seconds", value) == f"{text}s" and human.value("bytes", value) == f"{text} B"
     assert human.factor(value) == f"{text}x" and human.value("ratio", value).endswith("%")
+
+
+def test_diff_behaviour_timings_are_durations_for_people() -> None:
+    """`diff`'s measured alert timings (minutes into a generated case) read as durations: 125 minutes is 2h 5m."""
+    assert str(Timing(first=125, last=189, end=300)) == "fires 2h 5m, resolves 3h 10m"
+    assert str(Timing(first=6, last=300, end=300)) == "fires 6m, still firing"
