@@ -18,8 +18,7 @@ from compiler.model.links import rules_path
 from compiler.model.reads import RawRead, raw_reads, repeated
 from compiler.plan import SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
-from compiler.promql import format_duration
-from compiler.text.numbers import clean_number, go_float
+from compiler.text import human
 
 
 def budget_report(model: Model) -> str:
@@ -103,23 +102,23 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     if slo.objective is not None:
         objective = slo.objective
         add(
-            f"objective: {go_float(objective.target * 100)}% over {format_duration(objective.period_ms)} "
-            f"(budget {go_float(clean_number(objective.budget * 100))}%)"
+            f"objective: {human.percent(objective.target)} over {human.duration(objective.period_ms)} "
+            f"(budget {human.percent(objective.budget)})"
         )
     out.extend(_condition_lines(slo))
     add("")
     add("alerts:")
     for rule, expr in zip(spec.alerts, alert_exprs, strict=True):
-        details = [rule.severity_text, f"for {format_duration(rule.for_ms)}"]
+        details = [rule.severity_text, f"for {human.duration(rule.for_ms)}"]
         if rule.burn is not None and slo.objective is not None:
             threshold = slo.objective.threshold(rule.burn)
             details.insert(
                 1,
-                f"{format_duration(rule.burn.long_ms)}/{format_duration(rule.burn.short_ms)} windows over "
-                f"{go_float(rule.burn.factor)}x (error ratio > {go_float(threshold)})",
+                f"{human.duration(rule.burn.long_ms)}/{human.duration(rule.burn.short_ms)} windows over "
+                f"{human.factor(rule.burn.factor)} (error ratio over {human.share(threshold)})",
             )
         if rule.keep_firing_for_ms:
-            details.append(f"keep firing {format_duration(rule.keep_firing_for_ms)}")
+            details.append(f"keep firing {human.duration(rule.keep_firing_for_ms)}")
         add(f"  {rule.name}: {', '.join(details)}")
         add("    " + expr.replace("\n", "\n    "))
     add("")
@@ -142,13 +141,13 @@ def _condition_lines(slo: SLO) -> list[str]:
     out: list[str] = []
     if slo.assumes:
         out.append(
-            f"assumes (pages wait while one has not held within {format_duration(ASSUMPTION_MEMORY_MS)}; "
+            f"assumes (pages wait while one has not held within {human.duration(ASSUMPTION_MEMORY_MS)}; "
             "a ticket names it):"
         )
         for condition in slo.assumes:
             out.append(f"  {condition.name}: {condition.expr}")
             out.append(f"    why: {condition.why}")
-            out.append(f"    otherwise: {condition.otherwise} (ticket after {format_duration(condition.for_ms)})")
+            out.append(f"    otherwise: {condition.otherwise} (ticket after {human.duration(condition.for_ms)})")
     if slo.confirmed_by:
         out.append("confirmed by (a page needs one of these for its slice):")
         for condition in slo.confirmed_by:

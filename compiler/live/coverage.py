@@ -27,7 +27,8 @@ from datetime import UTC, datetime, timedelta
 
 from compiler.model import SLO
 from compiler.model.queries import source_selectors
-from compiler.promql import format_duration, render_selector
+from compiler.promql import render_selector
+from compiler.text import human
 
 LOOKBACK_MS = 5 * 60_000  # an instant selector reads a sample this long: shorter gaps are not gaps
 WEEK_MS = 7 * 86_400_000
@@ -130,8 +131,8 @@ def clip(fired_ms: int, resolved_ms: int | None, spans: Sequence[Span], start_ms
 
 
 def duration(ms: int) -> str:
-    """A duration for people: whole seconds (``56m``, ``1h4s``), ``0s`` for none."""
-    return format_duration(max(0, round(ms / 1000)) * 1000)
+    """A duration for people, in whole seconds (``56m 18s``, ``1h 4s``), ``0s`` for none."""
+    return human.duration(max(0, round(ms / 1000)) * 1000)
 
 
 def when(ms: int) -> str:

@@ -13,8 +13,9 @@ is worth knowing, ``ok`` otherwise.
 from __future__ import annotations
 
 import difflib
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -37,6 +38,7 @@ from compiler.model import (
 from compiler.model.stacks import BUILT_IN_STACKS
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import Matcher, analyse, counter_selectors, quote, render_selector
+from compiler.text import human
 from compiler.text.numbers import go_float
 from compiler.text.terminal import printable
 
@@ -447,8 +449,8 @@ class Preflight:
             short_ratio = self.ratios(slo, alert.burn.short_ms)
             firing = [k for k in long_ratio if long_ratio[k] > threshold and short_ratio.get(k, 0.0) > threshold]
             windows = f"{alert.label_map.get('long_window')}/{alert.label_map.get('short_window')}"
-            rule = f"{alert.name} ({alert.severity_text}, {windows} above {go_float(threshold)})"
-            return _verdict(rule, firing, long_ratio)
+            rule = f"{alert.name} ({alert.severity_text}, {windows} above {human.share(threshold)} errors)"
+            return _verdict(rule, firing, long_ratio, human.share)
         band = alert.band
         if band is None or alert.side is None:
             return None
@@ -459,7 +461,8 @@ class Preflight:
             return self.judge_fleet(slo, alert, bound)
         beyond = [k for k, v in values.items() if (v > bound if alert.side == "Above" else v < bound)]
         word = "above" if alert.side == "Above" else "below"
-        return _verdict(f"{alert.name} ({alert.severity_text}, {word} {go_float(bound)})", beyond, values)
+        show = functools.partial(human.reading, slo.unit)
+        return _verdict(f"{alert.name} ({alert.severity_text}, {word} {show(bound)})", beyond, values, show)
 
     def judge_fleet(self, slo: SLO, alert: AlertSpec, bound: float) -> Finding | None:
         """A fleet's critical alerts judge each unit, not the slice's value: the unit ticket fires for a slice
@@ -475,13 +478,14 @@ class Preflight:
             units[key] = units.get(key, 0) + 1
             out[key] = out.get(key, 0) + (1 if (value > bound if above else value < bound) else 0)
         word = "above" if above else "below"
+        shown_bound = human.value(slo.unit, bound)
         if alert.fleet == "unit":
             firing = [key for key in units if out[key]]
-            rule = f"{alert.name} ({alert.severity_text}, a unit {word} {go_float(bound)})"
+            rule = f"{alert.name} ({alert.severity_text}, a unit {word} {shown_bound})"
         else:
             firing = [key for key in units if slo.fleet.pages(units[key], out[key])]
-            rule = f"{alert.name} ({alert.severity_text}, {slo.fleet.describe()} {word} {go_float(bound)})"
-        counts = {key: f"{out[key]} of {units[key]} unit(s) {word} {go_float(bound)}" for key in units}
+            rule = f"{alert.name} ({alert.severity_text}, {slo.fleet.describe()} {word} {shown_bound})"
+        counts = {key: f"{out[key]} of {units[key]} unit(s) {word} {shown_bound}" for key in units}
         if not firing:
             worst = max(units, key=lambda key: out[key], default=None)
             peak = f"; {_show_key(worst)}: {counts[worst]}" if worst is not None else ""
@@ -512,14 +516,18 @@ def _show_key(key: tuple[tuple[str, str], ...]) -> str:
 
 
 def _verdict(
-    rule: str, firing: list[tuple[tuple[str, str], ...]], values: dict[tuple[tuple[str, str], ...], float]
+    rule: str,
+    firing: list[tuple[tuple[str, str], ...]],
+    values: dict[tuple[tuple[str, str], ...], float],
+    show: Callable[[float], str],
 ) -> Finding:
-    """What one alert would do now: the slices whose condition holds (its ``for`` still has to pass)."""
+    """What one alert would do now: the slices whose condition holds (its ``for`` still has to pass), each value
+    written by ``show`` (the spec's unit, or a percent for error ratios)."""
     if not firing:
         finite = [v for v in values.values() if not math.isnan(v)]
-        peak = f"; highest value now {go_float(round(max(finite), 6))}" if finite else ""
+        peak = f"; highest value now {show(max(finite))}" if finite else ""
         return Finding("now", "ok", rule, f"quiet now{peak}", {"firing": []})
-    shown = "; ".join(f"{_show_key(key)} at {go_float(round(values[key], 6))}" for key in sorted(firing)[:SHOWN_VALUES])
+    shown = "; ".join(f"{_show_key(key)} at {show(values[key])}" for key in sorted(firing)[:SHOWN_VALUES])
     more = f" and {len(firing) - SHOWN_VALUES} more" if len(firing) > SHOWN_VALUES else ""
     message = f"would fire now (after its for) for {len(firing)} slice(s): {shown}{more}"
     return Finding("now", "note", rule, message, {"firing": [dict(key) for key in sorted(firing)]})

@@ -98,6 +98,7 @@ def summarise(result: Result) -> dict[str, Any]:
         "from": _when(result.start_ms),
         "to": _when(result.end_ms),
         "warmup": _duration(result.warmup_ms),
+        "warmup_ms": result.warmup_ms,
         "queries": result.queries,
         "samples_read": result.samples_read,
         "problems": result.problems,
@@ -110,6 +111,7 @@ def summarise(result: Result) -> dict[str, Any]:
                 "alert": alert,
                 "firings": len(items),
                 "firing_for": _duration(sum(c.firing_ms for c in items)),
+                "firing_for_ms": sum(c.firing_ms for c in items),
             }
             for (spec, alert), items in ranked[:NOISIEST]
         ],
@@ -135,6 +137,7 @@ def _interval_json(interval: Interval, part: Clipped) -> dict[str, Any]:
         "resolved": "data ended" if part.data_ended else _when(part.resolved_ms),
         "condition_began": _when(interval.condition_ms) if not part.before_data else "-",
         "time_to_fire": _duration(interval.time_to_fire_ms) if not part.before_data else "-",
+        "time_to_fire_ms": interval.time_to_fire_ms if not part.before_data else None,
         "firing_for": _duration(part.firing_ms),
         "firing_for_ms": part.firing_ms,
         "fired_ms": part.fired_ms,

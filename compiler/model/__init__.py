@@ -12,7 +12,7 @@ from typing import Literal, get_args
 from compiler.diagnostics import Position
 from compiler.model.stacks import ScrapeProfile
 from compiler.promql import Matcher
-from compiler.text.numbers import clean_number, complement
+from compiler.text.numbers import clean_number, complement, product
 
 Severity = Literal["page", "ticket", "info"]
 SEVERITIES: tuple[Severity, ...] = ("page", "ticket", "info")
@@ -32,6 +32,7 @@ AlertKey = Literal[
 ALERT_KEYS: tuple[AlertKey, ...] = get_args(AlertKey)
 Labels = tuple[tuple[str, str], ...]
 Unit = Literal["ratio", "seconds", "bytes", "bytes_per_second", "per_second", "count"]
+
 
 @dataclass(frozen=True)
 class Selector:
@@ -237,8 +238,9 @@ class Objective:
         return self.traffic_guard * burn.factor * burn.long_ms / self.period_ms
 
     def threshold(self, burn: BurnAlert) -> float:
-        """The error ratio a window pair alerts above: its factor times the budget."""
-        return clean_number(burn.factor * self.budget)
+        """The error ratio a window pair alerts above: its factor times the budget, in decimal (exact, as a
+        person multiplies the spec's numbers: 14.4 x 0.00001 is 0.000144)."""
+        return product(burn.factor, self.budget)
 
 
 @dataclass(frozen=True)

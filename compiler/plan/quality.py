@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from compiler.model import SLO
 from compiler.model.windows import burn_detection_ms, burn_reset_ms
 from compiler.plan import AlertSpec
-from compiler.promql import format_duration
+from compiler.text import human
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,8 @@ def quality(slo: SLO, alert: AlertSpec) -> Quality | None:
 
 
 def figure_text(value: int | None) -> str:
-    """A figure to the second, rounded up (10m38.4s is shown as 10m39s); None (it never fires) is "never"."""
+    """A figure to the second, rounded up (10m38.4s is shown as 10m 39s); None (it never fires) is "never"."""
     if value is None:
         return "never"
     seconds = -(-value // 1000)
-    return format_duration(seconds * 1000) if seconds else "0s"
+    return human.duration(seconds * 1000)

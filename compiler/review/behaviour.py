@@ -27,6 +27,7 @@ import yaml
 from compiler.model import SLO
 from compiler.model.links import rules_path
 from compiler.promql.samples import SampleSyntaxError, parse_samples
+from compiler.text import human
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])")
@@ -50,8 +51,8 @@ class Timing:
     def __str__(self) -> str:
         if self.first is None or self.last is None:
             return "never"
-        resolved = "still firing" if self.last >= self.end else f"resolves {self.last + 1}m"
-        return f"fires {self.first}m, {resolved}"
+        resolved = "still firing" if self.last >= self.end else f"resolves {human.duration((self.last + 1) * 60_000)}"
+        return f"fires {human.duration(self.first * 60_000)}, {resolved}"
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from compiler.model.budget import estimate
 from compiler.model.links import automation_receiver, runbook_url, team_receiver
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import format_duration
-from compiler.text.numbers import clean_number, go_float
+from compiler.text import human
 
 Facts = tuple[tuple[str, str], ...]
 
@@ -44,36 +44,48 @@ class SpecFacts:
 
 
 def _ms(value: int) -> str:
+    return human.duration(value)
+
+
+def _window(value: int) -> str:
     return format_duration(value) if value else "0s"
 
 
-def _number(value: float) -> str:
-    return go_float(clean_number(value))
+def _ratio(value: float) -> str:
+    """A derived error ratio as a percent to the digits that matter, with the exact number beside it when
+    the percent rounds (so two revisions never compare equal by rounding)."""
+    shown = human.share(value)
+    exact = human.decimal(value)
+    return shown if human.percent(value) == shown else f"{shown} ({exact})"
 
 
-def _relative_threshold(band: Range) -> str:
+def _relative_threshold(band: Range, unit: str) -> str:
     assert band.relative is not None
     rel = band.relative
     parts = [f"offset {_ms(rel.offset_ms)}"]
     if rel.max_factor is not None:
-        parts.append(f"above {_number(rel.max_factor)}x")
+        parts.append(f"above {human.factor(rel.max_factor)}")
     if rel.min_factor is not None:
-        parts.append(f"below {_number(rel.min_factor)}x")
+        parts.append(f"below {human.factor(rel.min_factor)}")
     if rel.floor is not None:
-        parts.append(f"floor {_number(rel.floor)}")
+        parts.append(f"floor {human.value(unit, rel.floor)}")
     return "relative: " + ", ".join(parts)
 
 
-def _band_threshold(band: Range, side: str | None) -> str:
+def _band_threshold(band: Range, side: str | None, unit: str) -> str:
     """The static bound of the alert's side, then the relative one: a band may have both."""
+
+    def _number(value: float) -> str:
+        return human.value(unit, value)
+
     parts = []
     if side == "Above" and band.maximum is not None:
-        floor = "" if band.min_bad_events is None else f" and bad events in 5m >= {_number(band.min_bad_events)}"
+        floor = "" if band.min_bad_events is None else f" and bad events in 5m >= {human.count(band.min_bad_events)}"
         parts.append(f"value > {_number(band.maximum)}{floor}")
     if side == "Below" and band.minimum is not None:
         parts.append(f"value < {_number(band.minimum)}")
     if band.relative is not None:
-        parts.append(_relative_threshold(band))
+        parts.append(_relative_threshold(band, unit))
     return " or ".join(parts) or "outside the band"
 
 
@@ -94,7 +106,7 @@ def alert_key(alert: AlertSpec) -> str:
     """The alert's key in a review: its name, plus the window pair for a burn alert."""
     if alert.burn is None:
         return alert.name
-    return f"{alert.name} {_ms(alert.burn.long_ms)}/{_ms(alert.burn.short_ms)}"
+    return f"{alert.name} {_window(alert.burn.long_ms)}/{_window(alert.burn.short_ms)}"
 
 
 def _alert_facts(model: Model, spec: SpecPlan, alert: AlertSpec) -> AlertFacts:
@@ -105,12 +117,12 @@ def _alert_facts(model: Model, spec: SpecPlan, alert: AlertSpec) -> AlertFacts:
         burn = alert.burn
         key = alert_key(alert)
         facts += [
-            ("windows", f"{_ms(burn.long_ms)}/{_ms(burn.short_ms)}"),
-            ("burn factor", _number(burn.factor)),
-            ("threshold", f"error ratio > {_number(burn.factor * slo.objective.budget)}"),
+            ("windows", f"{_ms(burn.long_ms)} / {_ms(burn.short_ms)}"),
+            ("burn factor", human.factor(burn.factor)),
+            ("threshold", f"error ratio > {_ratio(slo.objective.threshold(burn))}"),
         ]
     elif alert.band is not None:
-        facts.append(("threshold", _band_threshold(alert.band, alert.side)))
+        facts.append(("threshold", _band_threshold(alert.band, alert.side, slo.unit)))
     elif alert.kind == "no_data":
         facts.append(("threshold", "no recorded series"))
     facts += [("for", _ms(alert.for_ms)), ("keep_firing_for", _ms(alert.keep_firing_for_ms))]
@@ -135,7 +147,7 @@ def _inhibitions(model: Model, slo: SLO) -> tuple[str, str]:
 def _objective(slo: SLO) -> str:
     if slo.objective is None:
         return "(none)"
-    return f"{_number(slo.objective.target * 100)}% over {_ms(slo.objective.period_ms)}"
+    return f"{human.percent(slo.objective.target)} over {human.duration(slo.objective.period_ms)}"
 
 
 def _spec_facts(model: Model, spec: SpecPlan) -> SpecFacts:

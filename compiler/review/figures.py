@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from compiler.model import SLO, Range
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.plan.quality import burn_quality, figure_text
-from compiler.promql import format_duration
 from compiler.review.behaviour import BehaviourChange, Timings
 from compiler.review.changes import AlertChange
 from compiler.review.facts import RULE_FACTS, alert_key
-from compiler.text.numbers import clean_number, format_value, go_float
+from compiler.text import human
 
 Figure = tuple[str, str, str]  # (template with one "{}", before, after)
 
@@ -47,11 +46,11 @@ def rule_changed(change: AlertChange) -> bool:
 
 
 def _percent(share: float | None) -> str:
-    return "never" if share is None else f"{share * 100:.3g}%"
+    return "never" if share is None else human.share(share)
 
 
 def _period(slo: SLO) -> str:
-    return "" if slo.objective is None else format_duration(slo.objective.period_ms)
+    return "" if slo.objective is None else human.duration(slo.objective.period_ms)
 
 
 def _burn_figures(slo: SLO, alert: AlertSpec | None, period: str) -> tuple[str, str, str]:
@@ -78,14 +77,14 @@ def _bound(slo: SLO, band: Range | None, side: str | None) -> str:
     parts = []
     static = band.maximum if above else band.minimum
     if static is not None:
-        parts.append(f"{'above' if above else 'below'} {format_value(slo.unit, static)}")
+        parts.append(f"{'above' if above else 'below'} {human.value(slo.unit, static)}")
     rel = band.relative
     factor = None if rel is None else (rel.max_factor if above else rel.min_factor)
     if rel is not None and factor is not None:
         word = "above" if above else "below"
-        text = f"{word} {go_float(clean_number(factor))}x its value {format_duration(rel.offset_ms)} ago"
+        text = f"{word} {human.factor(factor)} its value {human.duration(rel.offset_ms)} ago"
         if rel.floor is not None:
-            text += f" past a floor of {format_value(slo.unit, rel.floor)}"
+            text += f" past a floor of {human.value(slo.unit, rel.floor)}"
         parts.append(text)
     return " or ".join(parts) or "—"
 

@@ -30,9 +30,10 @@ from compiler.model.links import (
 )
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.plan.watch import PER_UNIT_LABELS, per_unit_labels
-from compiler.promql import Matcher, format_duration, inject_matchers, quote
-from compiler.text import jsonout
-from compiler.text.numbers import clean_number, format_value, go_float, percent
+from compiler.promql import Matcher, inject_matchers, quote
+from compiler.text import human, jsonout
+from compiler.text.human import percent
+from compiler.text.numbers import clean_number, go_float
 
 with warnings.catch_warnings():
     # The SDK's dashboard modules warn at import time that the v2 schema is preferred; we emit v1
@@ -286,7 +287,7 @@ def _budget_steps() -> list[tuple[float | None, str]]:
 def _objective_panels(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids) -> list[Panel]:
     objective = slo.objective
     assert objective is not None
-    period = format_duration(objective.period_ms)
+    period = human.duration(objective.period_ms)
     target = percent(objective.target)
     slice_legend = _legend(slo)
     sli = (
@@ -348,22 +349,22 @@ def _burn_panel(model: Model, slo: SLO, burn: BurnAlert, names: Sequence[str], i
     """One window pair's burn rates against its factor (the dashed line)."""
     objective = slo.objective
     assert objective is not None
-    period = format_duration(objective.period_ms)
+    period = human.duration(objective.period_ms)
     budget_text = go_float(clean_number(objective.budget))
-    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
-    factor = f"{burn.factor:.3g}"  # display only; the threshold below is exact
+    long_w, short_w = human.duration(burn.long_ms), human.duration(burn.short_ms)
+    factor = human.factor(burn.factor)  # display only; the threshold below is exact
     what = (
         f"Burn rate (error ratio / budget {budget_text}) over the {long_w} and {short_w} windows, per slice. "
-        f"The {model.project.severity_text(burn.severity)} alert fires when both stay above {factor}x (the dashed "
+        f"The {model.project.severity_text(burn.severity)} alert fires when both stay above {factor} (the dashed "
         "line) for "
-        f"{format_duration(burn.for_ms)}: at {factor}x the {period} budget lasts "
-        f"{format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
+        f"{human.duration(burn.for_ms)}: at {factor} the {period} budget lasts "
+        f"{human.duration(windows.exhaustion_ms(objective.period_ms, burn.factor))}."
         + _worst_text(slo, high_is_bad=True)
     )
     panel = (
         _timeseries(
             ids,
-            f"Burn rate {long_w}/{short_w} ({model.project.severity_label(burn.severity)}, {factor}x)",
+            f"Burn rate {long_w}/{short_w} ({model.project.severity_label(burn.severity)}, {factor})",
             "",
             BURN_UNIT,
             span,
@@ -430,23 +431,23 @@ def _bands(slo: SLO) -> list[tuple[Range, str]]:
 def _band_text(model: Model, slo: SLO, band: Range, label: str) -> str:
     bounds = []
     if band.minimum is not None:
-        bounds.append(f"min {format_value(slo.unit, band.minimum)}")
+        bounds.append(f"min {human.value(slo.unit, band.minimum)}")
     if band.maximum is not None:
-        bounds.append(f"max {format_value(slo.unit, band.maximum)}")
+        bounds.append(f"max {human.value(slo.unit, band.maximum)}")
     rel = band.relative
     if rel is not None:
-        offset = format_duration(rel.offset_ms)
-        floor = f" (only from {format_value(slo.unit, rel.floor)})" if rel.floor else ""
-        held = f"its baseline (its value {offset} earlier, held up to {format_duration(rel.hold_ms)} while it fires)"
+        offset = human.duration(rel.offset_ms)
+        floor = f" (only from {human.value(slo.unit, rel.floor)})" if rel.floor else ""
+        held = f"its baseline (its value {offset} earlier, held up to {human.duration(rel.hold_ms)} while it fires)"
         if rel.max_factor is not None:
-            bounds.append(f"at least {go_float(rel.max_factor)}x {held}{floor}")
+            bounds.append(f"at least {human.factor(rel.max_factor)} {held}{floor}")
         if rel.min_factor is not None:
-            bounds.append(f"at most {go_float(rel.min_factor)}x {held}{floor}")
-    keep = f", keeps firing {format_duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
+            bounds.append(f"at most {human.factor(rel.min_factor)} {held}{floor}")
+    keep = f", keeps firing {human.duration(band.keep_firing_for_ms)} after" if band.keep_firing_for_ms else ""
     reason = f" {band.reason.strip()}" if band.reason.strip() else ""
     return (
         f"{label} range ({model.project.severity_text(band.severity)}): {'; '.join(bounds)}. Alerts once outside for "
-        f"{format_duration(band.for_ms)}{keep}.{reason}{_fleet_text(slo) if label == 'Critical' else ''}"
+        f"{human.duration(band.for_ms)}{keep}.{reason}{_fleet_text(slo) if label == 'Critical' else ''}"
     )
 
 
@@ -500,7 +501,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
         rel = band.relative
         if rel is None:
             continue
-        offset = format_duration(rel.offset_ms)
+        offset = human.duration(rel.offset_ms)
         for side, factor in (("max", rel.max_factor), ("min", rel.min_factor)):
             if factor is None:
                 continue
@@ -509,7 +510,7 @@ def _range_panel(model: Model, slo: SLO, rules: Sequence[AlertSpec], ids: _Ids, 
             expr = _scoped(f"{go_float(factor)} * {series.baseline(slo, series.band_level(slo, band))}", slo)
             if per_unit_labels(slo):  # the bounds of the slices the value series shows, no others
                 expr = f"({expr}) and on ({', '.join(slo.slice.by)}) {value}"
-            legend = _legend(slo, f"{label.lower()} {side} ({go_float(factor)}x the baseline, {offset} ago or held)")
+            legend = _legend(slo, f"{label.lower()} {side} ({human.factor(factor)} the baseline, {offset} ago or held)")
             panel = panel.with_target(_query(expr, legend, ref_id)).override_by_query(
                 ref_id, [dm.DynamicConfigValue("custom.lineStyle", {"fill": "dash", "dash": [10, 10]})]
             )
@@ -613,7 +614,7 @@ def _overview_panel(model: Model, slo: SLO, ids: _Ids, span: int) -> Panel:
         db.DashboardLink("Runbook").url(_runbook_root(model, slo)).target_blank(True),
     ]
     if slo.objective is not None:
-        period = format_duration(slo.objective.period_ms)
+        period = human.duration(slo.objective.period_ms)
         what = (
             f"Owner {slo.owner.name}. Error budget left of the {percent(slo.objective.target)} objective over "
             f"{period}, worst selected slice (`{series.BUDGET_REMAINING}`)."

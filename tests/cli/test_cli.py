@@ -56,7 +56,7 @@ def test_validate_valid_tree_exits_0(run_cli: RunCli, tmp_path: Path, spec_tree:
 def test_explain_shows_rules_windows_series_and_routing(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
     code, stdout, stderr = run_cli(["explain", "dns-errors", "--specs", "specs"], tmp_path)
     assert (code, stderr) == (0, "")
-    assert "DnsErrorsErrorBudgetBurn: page, 1h/5m windows over 14.4x (error ratio > 0.0144), for 2m" in stdout
+    assert "DnsErrorsErrorBudgetBurn: page, 1h/5m windows over 14.4x (error ratio over 1.44%), for 2m" in stdout
     assert "slo:sli_bad:rate5m:" in stdout
     assert "estimated series: 13 (1 slices x 12 + slo_info), budget 2,000" in stdout
     assert "severity=page -> platform-network-page (pagerduty)" in stdout

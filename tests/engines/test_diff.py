@@ -53,7 +53,7 @@ def test_a_threshold_change_is_one_line(run_cli: RunCli, trees: tuple[Path, Path
     out = review(run_cli, base, head, "--no-behaviour")
     assert "fixture-ratio-bad (changed)" in out
     assert "alert changed: FixtureRatioBadAboveNormalRange" in out
-    assert "threshold: value > 0.01 -> value > 0.02" in out
+    assert "threshold: value > 1% -> value > 2%" in out
     assert "1 changed; 6 unchanged" in out
 
 
@@ -245,7 +245,7 @@ def test_the_default_base_is_the_merge_base_with_main(run_cli: RunCli, tmp_path:
     code, out, err = run_cli(["diff", "--specs", "specs", "--no-behaviour"], repo)
     assert code == 0, err
     assert out.startswith("slo-compiler diff against merge base ")
-    assert "threshold: value > 0.01 -> value > 0.02" in out
+    assert "threshold: value > 1% -> value > 2%" in out
     code, _, err = run_cli(["diff", "--specs", "specs", "--base", "no-such-ref"], repo)
     assert code == 2
     assert err.strip() == "slo-compiler: unknown revision 'no-such-ref'"

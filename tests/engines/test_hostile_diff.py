@@ -13,7 +13,7 @@ import pytest
 
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
 
-CHANGED = "threshold: error ratio > 0.0144 -> error ratio > 0.072"
+CHANGED = "threshold: error ratio > 1.44% -> error ratio > 7.2%"
 
 
 def git(repo: Path, *args: str) -> None:

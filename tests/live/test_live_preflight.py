@@ -96,9 +96,9 @@ def test_measured_slices_and_what_would_fire_now(report: dict[str, Any]) -> None
     assert size["status"] == "ok"
     assert size["detail"] == {"slices": 1, "recorded": 13, "estimate": 13, "budget": 2000}
     now = {f["subject"]: f for f in findings(report, "apiserver-errors", "now")}
-    fast = next(f for subject, f in now.items() if "1h/5m above 0.0144" in subject)
-    assert fast["status"] == "ok" and "quiet now" in fast["message"]  # 1% errors: 10x, under 14.4x
-    slow = next(f for subject, f in now.items() if "6h/30m above 0.006" in subject)
+    fast = next(f for subject, f in now.items() if "1h/5m above 1.44% errors" in subject)
+    assert fast["status"] == "ok" and "quiet now; highest value now 1%" in fast["message"]  # 10x, under 14.4x
+    slow = next(f for subject, f in now.items() if "6h/30m above 0.6% errors" in subject)
     assert slow["status"] == "note" and slow["detail"]["firing"] == [{"cluster": "west"}]
     assert report["apiserver-errors"]["problems"] == 0
 
@@ -126,7 +126,7 @@ def test_a_spec_that_sees_its_data_exits_0_with_a_table(
     code, out, _ = run(capsys, "preflight", "--prometheus", server, "--specs", str(tree), "apiserver-errors")
     assert code == 0, out
     assert "apiserver-errors (team-a" in out and "sees its data" in out
-    assert "would fire now (after its for) for 1 slice(s): cluster=west at 0.01" in out
+    assert "would fire now (after its for) for 1 slice(s): cluster=west at 1%" in out
 
 
 def test_usage_and_connection_errors_are_one_line_and_exit_2(

@@ -246,9 +246,9 @@ def test_shadow_specs_warn_that_they_do_not_page() -> None:
 
 def test_error_budget_is_given_as_a_share_and_as_time() -> None:
     text = rendered("library")["runbooks/apiserver-read-latency.md"]
-    assert "1% of events over 30d, i.e. 7h12m of full outage" in text
+    assert "1% of events over 30d, i.e. 7h 12m of full outage" in text
     text = rendered("library")["runbooks/cluster-dns-servfail.md"]
-    assert "0.1% of events over 30d, i.e. 43m12s of full outage" in text
+    assert "0.1% of events over 30d, i.e. 43m 12s of full outage" in text
 
 
 def test_burn_thresholds_table_lists_every_window_pair() -> None:

@@ -23,10 +23,9 @@ from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Channel, Condition, Model,
 from compiler.model.queries import source_selectors
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.plan.quality import Quality, figure_text, quality
-from compiler.promql import format_duration
 from compiler.targets.catalog.chart import burn_chart
+from compiler.text import human
 from compiler.text.jsonout import for_script
-from compiler.text.numbers import clean_number, format_value, go_float
 
 ROOT = "catalog"
 STYLE = "style.css"
@@ -47,54 +46,49 @@ def _env() -> jinja2.Environment:
 _ms = figure_text
 
 
-def _number(value: float) -> str:
-    return go_float(clean_number(value))
-
-
-def describe_range(band: Range | None, unit: str) -> str:
-    """Where the value belongs, in the spec's unit: ``at most 0.25s``, ``at least 80%``, a relative bound."""
+def describe_range(band: Range | None, unit: str = "") -> str:
+    """A range in words, each bound in the spec's unit: ``at least 14d``, ``at most 20,000,000``."""
     if band is None:
         return "—"
     parts = []
     if band.minimum is not None:
-        parts.append(f"at least {format_value(unit, band.minimum)}")
+        parts.append(f"at least {human.value(unit, band.minimum)}")
     if band.maximum is not None:
-        parts.append(f"at most {format_value(unit, band.maximum)}")
+        parts.append(f"at most {human.value(unit, band.maximum)}")
     if band.relative is not None:
         rel = band.relative
         if rel.max_factor is not None:
-            parts.append(f"under {_number(rel.max_factor)}x its value {format_duration(rel.offset_ms)} ago")
+            parts.append(f"under {human.factor(rel.max_factor)} its value {human.duration(rel.offset_ms)} ago")
         if rel.min_factor is not None:
-            parts.append(f"over {_number(rel.min_factor)}x its value {format_duration(rel.offset_ms)} ago")
+            parts.append(f"over {human.factor(rel.min_factor)} its value {human.duration(rel.offset_ms)} ago")
     return ", ".join(parts) or "—"
 
 
 def _objective(slo: SLO) -> str:
     if slo.objective is None:
         return "—"
-    return f"{_number(slo.objective.target * 100)}% over {format_duration(slo.objective.period_ms)}"
+    return f"{human.percent(slo.objective.target)} over {human.duration(slo.objective.period_ms)}"
 
 
 def _threshold(slo: SLO, alert: AlertSpec) -> str:
     if alert.burn is not None and slo.objective is not None:
-        return (
-            f"error ratio over {_number(alert.burn.factor * slo.objective.budget)} ({_number(alert.burn.factor)}x burn)"
-        )
+        ratio = human.share(alert.burn.factor * slo.objective.budget)
+        return f"error ratio over {ratio} ({human.factor(alert.burn.factor)} burn)"
     if alert.band is not None:
         side = "above" if alert.side == "Above" else "below"
         return f"{side} the {(alert.level or '').lower()} range ({describe_range(alert.band, slo.unit)})"
     if alert.condition is not None:
-        return f"assumption {alert.condition.name} not held in the last {format_duration(ASSUMPTION_MEMORY_MS)}"
+        return f"assumption {alert.condition.name} not held in the last {human.duration(ASSUMPTION_MEMORY_MS)}"
     return "no recorded series"
 
 
 def _percent(share: float | None) -> str:
-    return "—" if share is None else f"{share * 100:.3g}%"
+    return "—" if share is None else human.share(share)
 
 
 def _alert_view(model: Model, slo: SLO, alert: AlertSpec, index: int) -> dict[str, Any]:
     figures: Quality | None = quality(slo, alert)
-    windows = f"{format_duration(alert.burn.long_ms)} / {format_duration(alert.burn.short_ms)}" if alert.burn else "—"
+    windows = f"{human.duration(alert.burn.long_ms)} / {human.duration(alert.burn.short_ms)}" if alert.burn else "—"
     return {
         "name": alert.name,
         "anchor": f"alert-{index}",

@@ -23,7 +23,8 @@ from compiler.model.naming import Level
 from compiler.plan import AlertSpec, Plan, SpecPlan
 from compiler.promql import format_duration
 from compiler.targets.prometheus import baseline
-from compiler.text.numbers import clean_number, format_value, go_float
+from compiler.text import human
+from compiler.text.numbers import clean_number, go_float
 from compiler.text.yamlout import dump
 
 # -- rules ------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     objective, burn = slo.objective, alert.burn
     assert objective is not None and burn is not None
     threshold = go_float(objective.threshold(burn))
-    long_w, short_w = format_duration(burn.long_ms), format_duration(burn.short_ms)
+    long_w, short_w = human.duration(burn.long_ms), human.duration(burn.short_ms)
     expr = (
         f"(\n{_indent(series.window_ratio(slo, burn.long_ms))}\n) > {threshold}\n"
         f"and\n(\n{_indent(series.window_ratio(slo, burn.short_ms))}\n) > {threshold}"
@@ -213,17 +214,17 @@ def _burn_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     guard = series.traffic_guard(slo, burn)
     if guard is not None:  # the long window's bad events are a share of the period's budget
         expr += f"\nand\n(\n{_indent(guard)}\n)"
-    period = format_duration(objective.period_ms)
-    exhaustion = format_duration(windows.exhaustion_ms(objective.period_ms, burn.factor))
-    target = f"{go_float(clean_number(objective.target * 100))}%"
+    period = human.duration(objective.period_ms)
+    exhaustion = human.duration(windows.exhaustion_ms(objective.period_ms, burn.factor))
+    target = human.percent(objective.target)
     summary = (
-        f"{slo.name}: error budget burning {go_float(burn.factor)}x too fast over {long_w} and {short_w} "
+        f"{slo.name}: error budget burning {human.factor(burn.factor)} too fast over {long_w} and {short_w} "
         f"({_slice_text(slo)})"
     )
     description = (
         f"{_slice_text(slo)}: the error ratio over {long_w} is {_HUMANIZE['ratio']} and the {short_w} window "
-        f"agrees, above {go_float(burn.factor)}x the budget of the {target} objective over {period} "
-        f"(threshold {format_value(slo.unit, burn.factor * objective.budget)}). At this rate the whole {period} "
+        f"agrees, above {human.factor(burn.factor)} the budget of the {target} objective over {period} "
+        f"(threshold {human.share(burn.factor * objective.budget)}). At this rate the whole {period} "
         f"budget is gone in {exhaustion}."
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
@@ -238,7 +239,7 @@ def _range_condition(slo: SLO, band: Range, side: str, level: Level) -> tuple[st
     parts, bounds = [], []
     if static is not None:
         parts.append(f"{now} {'>' if above else '<'} {go_float(static)}")
-        bounds.append(f"{'max' if above else 'min'} {format_value(slo.unit, static)}")
+        bounds.append(f"{'max' if above else 'min'} {human.value(slo.unit, static)}")
     relative = baseline.crossing(slo, band, above, baseline.baseline(slo, level))
     if relative is not None and rel is not None:
         parts.append(relative)
@@ -264,8 +265,8 @@ def _fleet_unit_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     summary = f"{slo.name}: {_unit_text(slo)} {word} its critical range ({_slice_text(slo)})"
     description = (
         f"{_unit_text(slo)} in {_slice_text(slo)}: its value {_HUMANIZE[slo.unit]} is {word} the critical "
-        f"range ({'max' if above else 'min'} {format_value(slo.unit, bound)}) for at least "
-        f"{format_duration(alert.for_ms)}. One unit is a ticket; the slice pages only when many are out."
+        f"range ({'max' if above else 'min'} {human.value(slo.unit, bound)}) for at least "
+        f"{human.duration(alert.for_ms)}. One unit is a ticket; the slice pages only when many are out."
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
@@ -295,8 +296,8 @@ def _fleet_page_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     summary = f"{slo.name}: {_HUMANIZE['count']} units {word} the critical range ({_slice_text(slo)})"
     description = (
         f"{_slice_text(slo)}: {_HUMANIZE['count']} units are {word} the critical range "
-        f"({'max' if side == 'Above' else 'min'} {format_value(slo.unit, bound)}) for at least "
-        f"{format_duration(band.for_ms)}: a correlated failure (it pages when {words} are out)."
+        f"({'max' if side == 'Above' else 'min'} {human.value(slo.unit, bound)}) for at least "
+        f"{human.duration(band.for_ms)}: a correlated failure (it pages when {words} are out)."
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
@@ -307,13 +308,13 @@ def relative_text(slo: SLO, band: Range, above: bool) -> str:
     assert rel is not None
     factor = rel.max_factor if above else rel.min_factor
     assert factor is not None
-    offset, hold = format_duration(rel.offset_ms), format_duration(rel.hold_ms)
+    offset, hold = human.duration(rel.offset_ms), human.duration(rel.hold_ms)
     text = (
-        f"{'at least' if above else 'at most'} {go_float(factor)}x its baseline (its value {offset} earlier, "
+        f"{'at least' if above else 'at most'} {human.factor(factor)} its baseline (its value {offset} earlier, "
         f"held for up to {hold} while this fires)"
     )
     if rel.floor:
-        floor_value = format_value(slo.unit, rel.floor)
+        floor_value = human.value(slo.unit, rel.floor)
         text += f" once at {floor_value} or more" if above else f" when that was {floor_value} or more"
     return text
 
@@ -330,20 +331,20 @@ def _range_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     if band.min_bad_events is not None:  # a traffic floor: the 5m window's bad events, not only their share
         events = go_float(clean_number(band.min_bad_events))
         expr = f"(\n{_indent(expr)}\n)\nand\n{series.bad_events_5m(slo)} >= {events}"
-        floor = f", with at least {events} bad events in 5 minutes"
+        floor = f", with at least {human.count(band.min_bad_events)} bad events in 5 minutes"
     reason = f" {_go_text(band.reason)}" if band.reason else ""
     word = "above" if side == "Above" else "below"
     summary = f"{slo.name}: {word} its {level.lower()} range ({_slice_text(slo)})"
     description = (
         f"{_slice_text(slo)}: the value {_HUMANIZE[slo.unit]} is {word} the {level.lower()} range "
-        f"({'; '.join(bounds)}{floor}) for at least {format_duration(band.for_ms)}.{reason}"
+        f"({'; '.join(bounds)}{floor}) for at least {human.duration(band.for_ms)}.{reason}"
     )
     return AlertRule(alert, expr, _annotations(model, slo, alert.name, summary, description))
 
 
 def _no_data_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     presence = series.recorded(series.presence_series(slo), slo)
-    wait = format_duration(alert.for_ms)
+    wait = human.duration(alert.for_ms)
     summary = f"{slo.name}: no SLI data for {wait}"
     versions = f" (spec checked against Kubernetes {slo.k8s_versions})" if slo.k8s_versions else ""
     description = (
@@ -379,7 +380,7 @@ def vanished_expr(slo: SLO, window_ms: int) -> str:
 def _vanished_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     vanished = slo.no_data.vanished
     assert vanished is not None
-    window, wait = format_duration(vanished.window_ms), format_duration(alert.for_ms)
+    window, wait = human.duration(vanished.window_ms), human.duration(alert.for_ms)
     summary = f"{slo.name}: a slice stopped reporting {wait} ago ({_slice_text(slo)})"
     description = (
         f"{_slice_text(slo)}: this slice had SLI series within the last {window} and has had none for {wait}, "
@@ -399,7 +400,7 @@ def _assumption_rule(model: Model, slo: SLO, alert: AlertSpec) -> AlertRule:
     presence = series.recorded(series.presence_series(slo), slo)
     on = f"on ({', '.join(slo.slice.by)})"
     expr = f"(\n  {presence}\n  unless {on}\n  {held}\n)\nor\n(\n  absent({held})\n  unless on ()\n  {presence}\n)"
-    memory = format_duration(ASSUMPTION_MEMORY_MS)
+    memory = human.duration(ASSUMPTION_MEMORY_MS)
     summary = f"{slo.name}: assumption {condition.name} does not hold ({_slice_text(slo)}), so its pages are held back"
     description = (
         f"{_slice_text(slo)}: {slo.name} assumes {condition.name} ({_go_text(condition.expr)}), and it has not held "

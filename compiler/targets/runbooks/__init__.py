@@ -23,14 +23,14 @@ from compiler.model.naming import band_sides, spec_alert_names
 from compiler.model.queries import no_data_steps
 from compiler.plan import Plan, SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
-from compiler.promql import format_duration, render_selector
+from compiler.promql import render_selector
 from compiler.targets.runbooks.alerts import alert_views, dash_duration, threshold_rows
 from compiler.targets.runbooks.detection import detection_rows
 from compiler.targets.runbooks.heartbeat import runbook as heartbeat_runbook
 from compiler.targets.runbooks.queries import bounds, format_value, investigation, paste_queries
-from compiler.text import numbers
+from compiler.text import human
 from compiler.text.markdown import cell, code, fence, inline, md, url
-from compiler.text.numbers import clean_number, go_float
+from compiler.text.numbers import clean_number
 
 INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 
@@ -49,7 +49,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(md=md, cell=cell, inline=inline, code=code, fence=fence, url=url)
-    env.filters.update(duration=dash_duration, gofloat=go_float)
+    env.filters.update(duration=dash_duration, factor=human.factor)
     return env
 
 
@@ -90,13 +90,13 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "automation": _automation(model, slo),
         "dashboard": dashboard(model, slo.owner),
         "dashboard_hint": dashboard_hint(model, slo),
-        "budget_percent": numbers.percent(slo.objective.budget) if slo.objective else "",
+        "budget_percent": human.percent(slo.objective.budget) if slo.objective else "",
         "budget_time": (
-            format_duration(windows.budget_duration_ms(clean_number(slo.objective.budget), slo.objective.period_ms))
+            human.duration(windows.budget_duration_ms(clean_number(slo.objective.budget), slo.objective.period_ms))
             if slo.objective
             else ""
         ),
-        "target_percent": numbers.percent(slo.objective.target) if slo.objective else "",
+        "target_percent": human.percent(slo.objective.target) if slo.objective else "",
         "bands": [
             (label, band) for label, band in (("Normal", slo.normal_range), ("Critical", slo.critical_range)) if band
         ],
@@ -106,7 +106,7 @@ def runbook(model: Model, spec: SpecPlan) -> str:
         "join_info": [render_selector(join.info.metric, join.info.matchers) for join in slo.slice.joins],
         "presence_series": series.recorded(series.presence_series(slo), slo),
         "see_also": [(item, _see_also_target(model, item)) for item in slo.see_also],
-        "assumption_memory": format_duration(ASSUMPTION_MEMORY_MS),
+        "assumption_memory": human.duration(ASSUMPTION_MEMORY_MS),
         "assumption_alert": spec_alert_names(slo).get("assumption", ""),
         "anchor": links.runbook_anchor,
         "no_data": no_data_steps(slo, query=code, text=inline),

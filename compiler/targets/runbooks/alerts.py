@@ -16,8 +16,7 @@ from compiler.model import (
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import format_duration
 from compiler.targets.runbooks.queries import bounds
-from compiler.text import numbers
-from compiler.text.numbers import go_float
+from compiler.text import human
 
 # -- alerts -----------------------------------------------------------------------------
 
@@ -70,7 +69,7 @@ class AlertView:
 def _pair(slo: SLO, burn: BurnAlert) -> Pair:
     assert slo.objective is not None
     exhaustion = windows.exhaustion_ms(slo.objective.period_ms, burn.factor)
-    return Pair(burn, numbers.percent(burn.factor * slo.objective.budget), format_duration(exhaustion))
+    return Pair(burn, human.share(burn.factor * slo.objective.budget), human.duration(exhaustion))
 
 
 def alert_views(spec: SpecPlan) -> list[AlertView]:
@@ -107,7 +106,7 @@ def alert_views(spec: SpecPlan) -> list[AlertView]:
 
 def dash_duration(value: int) -> str:
     """A duration for a table cell; zero (not set) is an em dash."""
-    return format_duration(value) if value else "—"
+    return human.duration(value) if value else "—"
 
 
 def _vanished_row(slo: SLO, common: dict[str, str]) -> Row:
@@ -154,12 +153,12 @@ def threshold_rows(slo: SLO, views: Iterable[AlertView]) -> list[Row]:
                     Row(
                         **common,
                         kind="error budget burn",
-                        long=format_duration(rule.burn.long_ms),
-                        short=format_duration(rule.burn.short_ms),
-                        factor=f"{go_float(rule.burn.factor)}x",
+                        long=human.duration(rule.burn.long_ms),
+                        short=human.duration(rule.burn.short_ms),
+                        factor=human.factor(rule.burn.factor),
                         ratio=pair.threshold,
                         bound="—",
-                        why=f"the {format_duration(slo.objective.period_ms)} budget is gone in {pair.exhaustion}",
+                        why=f"the {human.duration(slo.objective.period_ms)} budget is gone in {pair.exhaustion}",
                     )
                 )
             elif rule.kind == "range":

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from compiler.plan import SpecPlan
 from compiler.plan.quality import figure_text, quality
-from compiler.promql import format_duration
+from compiler.text import human
 
 
 @dataclass(frozen=True)
@@ -26,10 +26,8 @@ def detection_rows(spec: SpecPlan) -> list[DetectionRow]:
         figures = quality(spec.slo, alert)
         if figures is None:
             continue
-        windows = (
-            f"{format_duration(alert.burn.long_ms)} / {format_duration(alert.burn.short_ms)}" if alert.burn else "—"
-        )
-        spent = "—" if figures.budget_spent_full is None else f"{figures.budget_spent_full * 100:.3g}%"
+        windows = f"{human.duration(alert.burn.long_ms)} / {human.duration(alert.burn.short_ms)}" if alert.burn else "—"
+        spent = "—" if figures.budget_spent_full is None else human.share(figures.budget_spent_full)
         rows.append(
             DetectionRow(
                 alert=alert.name,

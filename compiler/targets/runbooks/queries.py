@@ -23,7 +23,7 @@ from compiler.model import (
 from compiler.model.naming import band_sides
 from compiler.model.windows import DAY, HOUR
 from compiler.promql import PromQLError, analyse, format_duration, render_selector
-from compiler.text import numbers
+from compiler.text import human
 from compiler.text.markdown import code
 from compiler.text.numbers import clean_number, go_float
 
@@ -37,7 +37,7 @@ TOP = 5
 
 def format_value(slo: SLO, number: float) -> str:
     """A value in the spec's unit, as the alert annotations write it."""
-    return numbers.format_value(slo.unit, number)
+    return human.value(slo.unit, number)
 
 
 def bounds(slo: SLO, band: Range, direction: str) -> list[str]:
@@ -47,15 +47,15 @@ def bounds(slo: SLO, band: Range, direction: str) -> list[str]:
     if static is not None:
         text = f"{'above max' if direction == 'Above' else 'below min'} {format_value(slo, static)}"
         if band.min_bad_events is not None:
-            text += f", with at least {go_float(band.min_bad_events)} bad events in 5 minutes"
+            text += f", with at least {human.count(band.min_bad_events)} bad events in 5 minutes"
         found.append(text)
     rel = band.relative
     factor = None if rel is None else (rel.max_factor if direction == "Above" else rel.min_factor)
     if rel is not None and factor is not None:
         word = "at least" if direction == "Above" else "at most"
         text = (
-            f"{word} {go_float(factor)}x its baseline (its value {format_duration(rel.offset_ms)} earlier, held for "
-            f"up to {format_duration(rel.hold_ms)} while the alert fires)"
+            f"{word} {human.factor(factor)} its baseline (its value {human.duration(rel.offset_ms)} earlier, held for "
+            f"up to {human.duration(rel.hold_ms)} while the alert fires)"
         )
         if rel.floor:
             floor = format_value(slo, rel.floor)

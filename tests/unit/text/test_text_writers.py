@@ -164,7 +164,8 @@ def test_signed_zeros_are_written_apart_whichever_comes_first() -> None:
 
 def test_complement_is_decimal() -> None:
     """1 - target as written: the error budget of 99.999% is 1e-05, of 99.9% 0.001, of 95% 0.05."""
-    from compiler.text.numbers import complement, percent
+    from compiler.text.human import percent
+    from compiler.text.numbers import complement
 
     assert complement(0.99999) == 1e-05
     assert complement(0.999) == 0.001
