@@ -36,6 +36,7 @@ class SLOSlice(TypedDict, total=False):
     selector: NotRequired[str]
     join: NotRequired[SLOJoin | list[SLOJoin]]
     cardinality: NotRequired[dict[str, int]]
+    optional_labels: NotRequired[list[str]]
 
 
 class SLOSliRatio(TypedDict, total=False):
