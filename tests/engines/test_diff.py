@@ -16,7 +16,7 @@ import pytest
 
 from compiler.plan import plan
 from compiler.plan.quality import Quality, burn_quality, figure_text
-from compiler.text.numbers import format_value
+from compiler.text import human
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
 from tests.support import FIXTURE_SPECS, compile_tree
 
@@ -64,8 +64,8 @@ def test_a_static_bound_next_to_a_relative_one_is_reviewed(run_cli: RunCli, tree
     edit(head / "gauge.yaml", "  min: 1\n  max: 200000\n", "  min: 1\n  max: 150000\n")
     out = review(run_cli, base, head, "--no-behaviour")
     assert "alert changed: FixtureGaugeAboveNormalRange" in out
-    assert "threshold: value > 200000 or relative: offset 1d" in out
-    assert "-> value > 150000 or relative: offset 1d" in out
+    assert "threshold: value > 200,000 or relative: offset 1d" in out
+    assert "-> value > 150,000 or relative: offset 1d" in out
     assert "FixtureGaugeBelowNormalRange" not in out
 
 
@@ -180,7 +180,7 @@ def test_a_normal_range_change_shows_its_bound_and_first_fire(run_cli: RunCli, t
     spec.write_text(spec.read_text(encoding="utf-8").replace("max: 500\n", "max: 400\n"), encoding="utf-8")
     code, out, err = run_cli(["diff", "--specs", "specs", "--base", "main"], repo)
     assert (code, err) == (0, ""), err
-    above = f"fires above {format_value('bytes', 400)} (was above {format_value('bytes', 500)})"
+    above = f"fires above {human.value('bytes', 400)} (was above {human.value('bytes', 500)})"
     assert behaviour_section(out) == [
         f"DnsErrorsAboveNormalRange: {above}; first fires 10m after the value leaves the band (unchanged)"
     ]
@@ -213,8 +213,8 @@ def test_a_burn_policy_change_shows_detection_and_budget_before_and_after(
     assert now.full_outage_ms != was.full_outage_ms
     assert behaviour_section(out) == [
         f"FixtureRatioGoodErrorBudgetBurn 1h/5m: a full outage fires in {figure_text(now.full_outage_ms)} "
-        f"(was {figure_text(was.full_outage_ms)}); spends {now.budget_spent_full * 100:.3g}% "
-        f"(was {was.budget_spent_full * 100:.3g}%) of the 28d budget before it fires; twice the threshold fires in "
+        f"(was {figure_text(was.full_outage_ms)}); spends {human.share(now.budget_spent_full)} "
+        f"(was {human.share(was.budget_spent_full)}) of the 28d budget before it fires; twice the threshold fires in "
         f"{figure_text(now.twice_threshold_ms)} (was {figure_text(was.twice_threshold_ms)})"
     ]
 
