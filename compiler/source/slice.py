@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 from compiler import promql
 from compiler.model import (
     Join,
@@ -44,8 +42,7 @@ def read_slice(r: SpecReader) -> Slice:
     for label in cardinality:
         if label not in by:
             r.error(("slice", "cardinality"), f"slice.cardinality names '{label}', which is not in slice.by")
-    optional_raw = cast("list[str]", raw.get("optional_labels", []))  # a list of strings: the schema checked it
-    optional = r.label_names(("slice", "optional_labels"), optional_raw)
+    optional = r.label_names(("slice", "optional_labels"), raw.get("optional_labels", []))
     for index, label in enumerate(optional):
         if label not in by:
             r.error(
