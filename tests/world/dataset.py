@@ -25,6 +25,7 @@ from tests.world import (
     node_basics,
     node_lifecycle,
     nodes,
+    pod_images,
     static_pods,
     untouched,
 )
@@ -49,6 +50,7 @@ def every_series(world: World, stack: StackView) -> list[Series]:
         out += client_requests.clients(world, cluster, stack)
         out += nodes.kube_state_metrics(world, cluster, stack)
         out += static_pods.series_for(world, cluster, stack)
+        out += pod_images.series_for(world, cluster, stack)
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
         out += node_basics.series_for(world, cluster, stack)

@@ -407,6 +407,40 @@ IB_BAD_CABLE = Incident(
     on=(("kube-prometheus-stack", _ib_ticket(_IB_ADDRESS)), ("kube-prometheus", _ib_ticket(IB_NODE))),
 )
 
+
+def _registry_page() -> Expectations:
+    waiting = 'kube_pod_container_status_waiting_reason{cluster="prod-east",reason=~"ErrImagePull|ImagePullBackOff"}'
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 11,
+                alertname="ImagePullFailuresAboveCriticalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("registry", "registry.example.com")),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            # 30 images of the registry, 2 replicas each, plus the bad tag's 3 replicas waiting since day one.
+            (f"count({waiting})", START - 5, 3),
+            (f"count({waiting})", START + 5, 63),
+            ('count(kube_pod_container_status_waiting_reason{cluster="prod-west"}) or vector(0)', START + 5, 0),
+        ),
+    )
+
+
+# The platform's registry stops answering in prod-east at START: the 30 images pulled from it wait (60 pods),
+# beside the one bad tag that waits all day. The (shadow) page for the registry fires after its 10m.
+REGISTRY_DOWN = Incident(
+    "registry-down",
+    "The platform's image registry stops answering in prod-east: every pod of the 30 workloads that pull from it "
+    "waits in ErrImagePull and ImagePullBackOff.",
+    _base(START + 11).with_cluster_faults({"prod-east": (Fault("registry-down", START),)}),
+    _registry_page(),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -419,4 +453,5 @@ INCIDENTS = (
     OOM_KILLS,
     PROMETHEUS_RELOAD_FAILED,
     IB_BAD_CABLE,
+    REGISTRY_DOWN,
 )

@@ -69,7 +69,8 @@ class Fault:
     handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second),
     ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1).
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
-    ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed).
+    ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
+    ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits).
     """
 
     kind: str
