@@ -441,6 +441,42 @@ REGISTRY_DOWN = Incident(
     _registry_page(),
 )
 
+
+# The first control-plane node's kube-apiserver is OOM-killed two minutes after each start from START; it backs
+# off (CrashLoopBackOff) between starts, so every 5-minute window has a back-off: the page fires 15 minutes later.
+APISERVER_OOM_LOOP = Incident(
+    "apiserver-oom-loop",
+    "One kube-apiserver of prod-east is OOM-killed two minutes after each start (a LIST storm against its watch "
+    "cache); the kubelet restarts it with a growing back-off.",
+    _base(START + 16).with_cluster_faults({"prod-east": (Fault("apiserver-oom-loop", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-apiserver",
+                START + 16,
+                alertname="ControlPlaneRestartsAboveNormalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("container", "kube-apiserver")),
+            ),
+        ),
+        pages_only=_pages_only('ALERTS{alertname="ControlPlaneRestartsAboveNormalRange",cluster="prod-east"}'),
+        premises=(
+            (
+                'max(kube_pod_container_status_restarts_total{cluster="prod-east",pod="kube-apiserver-prod-east-cp-1"})',
+                START + 15,
+                5,
+            ),
+            (
+                'max(kube_pod_container_status_last_terminated_reason{pod="kube-apiserver-prod-east-cp-1",'
+                'reason="OOMKilled"})',
+                START + 15,
+                1,
+            ),
+        ),
+    ),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -454,4 +490,5 @@ INCIDENTS = (
     PROMETHEUS_RELOAD_FAILED,
     IB_BAD_CABLE,
     REGISTRY_DOWN,
+    APISERVER_OOM_LOOP,
 )

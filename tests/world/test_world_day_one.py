@@ -240,6 +240,14 @@ def _expected_managed(stack: str) -> tuple[Expected, ...]:
         )
         for assumption in ("metrics-reachable", "self-managed-control-plane")
     ]
+    out.append(
+        Expected(
+            "ControlPlaneRestartsAssumptionBroken",
+            "no kube-apiserver or etcd static pod: self-managed-control-plane never held, a ticket after 1h",
+            (("assumption", "self-managed-control-plane"),),
+            by_minute=70,
+        )
+    )
     # Tickets of specs reading a component the provider runs: right as "no data", though these specs
     # do not state the assumption (a managed cluster should leave them out, as the etcd specs say).
     out += [

@@ -70,7 +70,8 @@ class Fault:
     ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1).
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
     ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
-    ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits).
+    ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),
+    ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start).
     """
 
     kind: str
