@@ -71,7 +71,8 @@ class Fault:
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
     ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
     ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),
-    ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start).
+    ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start),
+    ``ksm-slow-scrape`` (kube-state-metrics' scrape takes 8 s of the 10 s timeout).
     """
 
     kind: str
