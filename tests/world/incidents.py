@@ -503,6 +503,38 @@ KSM_SLOW_SCRAPE = Incident(
     ),
 )
 
+
+def _ksm_rbac(telemetry: bool) -> Expectations:
+    errors = 'sum(rate(kube_state_metrics_list_total{cluster="prod-east",result="error"}[5m])) or vector(0)'
+    if not telemetry:  # kube-prometheus-stack does not scrape the telemetry port: nothing to see, nothing fires
+        return Expectations(quiet_from=0, pages_only=_pages_only(), premises=((errors, START + 10, 0),))
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 20,
+                alertname="KubeStateMetricsListWatchErrorsAboveNormalRange",
+                severity="ticket",
+                matchers=(("cluster", "prod-east"),),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=((f"round({errors}, 0.001)", START + 10, 0.033),),
+    )
+
+
+# A ClusterRole change drops the nodes resource from kube-state-metrics' RBAC in prod-east at START: its node
+# reflector's List fails every 30 seconds; the (shadow) ticket fires 15 minutes after the rate passes 0.01/s.
+KSM_RBAC_LOST = Incident(
+    "ksm-rbac-lost",
+    "kube-state-metrics of prod-east loses the right to list nodes: its node reflector fails every 30 seconds and "
+    "the node series freeze while it stays up.",
+    _base(START + 20).with_cluster_faults({"prod-east": (Fault("ksm-rbac-lost", START),)}),
+    _ksm_rbac(True),
+    on=(("kube-prometheus-stack", _ksm_rbac(False)), ("kube-prometheus", _ksm_rbac(True))),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -518,4 +550,5 @@ INCIDENTS = (
     REGISTRY_DOWN,
     APISERVER_OOM_LOOP,
     KSM_SLOW_SCRAPE,
+    KSM_RBAC_LOST,
 )

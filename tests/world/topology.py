@@ -72,7 +72,8 @@ class Fault:
     ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
     ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),
     ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start),
-    ``ksm-slow-scrape`` (kube-state-metrics' scrape takes 8 s of the 10 s timeout).
+    ``ksm-slow-scrape`` (kube-state-metrics' scrape takes 8 s of the 10 s timeout), ``ksm-rbac-lost``
+    (kube-state-metrics may no longer list nodes: its node reflector fails every 30 s).
     """
 
     kind: str
