@@ -535,6 +535,47 @@ KSM_RBAC_LOST = Incident(
     on=(("kube-prometheus-stack", _ksm_rbac(False)), ("kube-prometheus", _ksm_rbac(True))),
 )
 
+
+def _prometheus_loop(replicas: int) -> Expectations:
+    pods = 'count(kube_pod_container_status_ready{cluster="prod-east",container="prometheus"})'
+    if replicas < 2:  # one replica (the chart's default): the loop stops the only evaluator, the heartbeat's page
+        return Expectations(quiet_from=0, pages_only=_pages_only(), premises=((pods, START + 5, 1),))
+    pod = "prometheus-k8s-1"
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-observability",
+                START + 31,
+                alertname="PrometheusRestartsBelowNormalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("pod", pod)),
+            ),
+        ),
+        pages_only=_pages_only(f'ALERTS{{alertname="PrometheusRestartsBelowNormalRange",pod="{pod}"}}'),
+        premises=(
+            (pods, START + 5, 2),
+            (f'max(kube_pod_container_status_restarts_total{{cluster="prod-east",pod="{pod}"}})', START + 30, 3),
+            (
+                f'max(kube_pod_container_status_last_terminated_reason{{pod="{pod}",reason="OOMKilled"}})',
+                START + 30,
+                1,
+            ),
+        ),
+    )
+
+
+# The second Prometheus replica of prod-east is OOM-killed every 10 minutes from START (5 minutes of back-off,
+# 3 of WAL replay, 2 ready): never ready for a whole 5-minute window, so the other replica's page fires 30
+# minutes later. kube-prometheus-stack runs one replica: there is no second one to loop or to judge it.
+PROMETHEUS_OOM_LOOP = Incident(
+    "prometheus-oom-loop",
+    "One Prometheus replica of prod-east is OOM-killed every 10 minutes: back-off, WAL replay, two minutes ready.",
+    _base(START + 31).with_cluster_faults({"prod-east": (Fault("prometheus-oom-loop", START),)}),
+    _prometheus_loop(2),
+    on=(("kube-prometheus-stack", _prometheus_loop(1)), ("kube-prometheus", _prometheus_loop(2))),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -551,4 +592,5 @@ INCIDENTS = (
     APISERVER_OOM_LOOP,
     KSM_SLOW_SCRAPE,
     KSM_RBAC_LOST,
+    PROMETHEUS_OOM_LOOP,
 )

@@ -73,7 +73,8 @@ class Fault:
     ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),
     ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start),
     ``ksm-slow-scrape`` (kube-state-metrics' scrape takes 8 s of the 10 s timeout), ``ksm-rbac-lost``
-    (kube-state-metrics may no longer list nodes: its node reflector fails every 30 s).
+    (kube-state-metrics may no longer list nodes: its node reflector fails every 30 s), ``prometheus-oom-loop``
+    (the second Prometheus replica is OOM-killed every 10 minutes).
     """
 
     kind: str
