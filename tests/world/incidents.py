@@ -576,6 +576,36 @@ PROMETHEUS_OOM_LOOP = Incident(
     on=(("kube-prometheus-stack", _prometheus_loop(1)), ("kube-prometheus", _prometheus_loop(2))),
 )
 
+# A runbook froze batch-central's cluster-autoscaler at minute 113 (kubectl scale --replicas=0) and nobody scaled it
+# back: its slice vanishes while prod-east's autoscaler still reports (its last samples stay visible for the 5m
+# lookback) and the vanished alert pends from minute 120, once the spec has twice its 1h window of history; the
+# ticket fires 30 minutes later, at minute 150 (day one's 180 minutes bound the data set's end, deadline + 30).
+AUTOSCALER_FROZEN_AT = START + 53
+AUTOSCALER_LEFT_AT_ZERO = Incident(
+    "autoscaler-left-at-zero",
+    "batch-central's cluster-autoscaler is scaled to zero during an incident and left there.",
+    _base(AUTOSCALER_FROZEN_AT + 37).with_cluster_faults(
+        {"batch-central": (Fault("autoscaler-scaled-to-zero", AUTOSCALER_FROZEN_AT),)}
+    ),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-scheduling",
+                AUTOSCALER_FROZEN_AT + 37,
+                alertname="ClusterAutoscalerProgressSliceVanished",
+                severity="ticket",
+                matchers=(("cluster", "batch-central"),),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            ('count(up{job="cluster-autoscaler",cluster="batch-central"}) or vector(0)', AUTOSCALER_FROZEN_AT + 5, 0),
+            ('count(up{job="cluster-autoscaler"})', AUTOSCALER_FROZEN_AT + 5, 1),
+        ),
+    ),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -593,4 +623,5 @@ INCIDENTS = (
     KSM_SLOW_SCRAPE,
     KSM_RBAC_LOST,
     PROMETHEUS_OOM_LOOP,
+    AUTOSCALER_LEFT_AT_ZERO,
 )
