@@ -98,7 +98,18 @@ _COMMON_JOBS = {
     "kube-scheduler": "kube-scheduler",
     "kube-controller-manager": "kube-controller-manager",
     "kube-proxy": "kube-proxy",
+    # Neither stack scrapes the cluster-autoscaler (both list it in unscraped below). Its chart
+    # (kubernetes/autoscaler cluster-autoscaler/charts/cluster-autoscaler 9.59.0) creates a ServiceMonitor only
+    # with serviceMonitor.enabled (values.yaml:458, false), without jobLabel, so the job is its Service's
+    # name, "<release>-<cloudProvider>-cluster-autoscaler" (templates/_helpers.tpl, fullname), or
+    # "cluster-autoscaler" with fullnameOverride: cluster-autoscaler, which this default assumes.
+    "cluster-autoscaler": "cluster-autoscaler",
 }
+_CLUSTER_AUTOSCALER_UNSCRAPED = (
+    "cluster-autoscaler",
+    "install its chart with serviceMonitor.enabled: true and serviceMonitor.selector matching your Prometheus's "
+    "serviceMonitorSelector; the job is the chart's Service name, <release>-<cloudProvider>-cluster-autoscaler",
+)
 # Prometheus and Alertmanager: their ServiceMonitors set no jobLabel, so the job is the Service's name.
 # kube-prometheus-stack 88.5.3 (release kube-prometheus-stack): templates/prometheus/service.yaml and
 # templates/alertmanager/service.yaml name them "<fullname>-prometheus" / "<fullname>-alertmanager", and the
@@ -120,7 +131,9 @@ _KP_JOBS = {
     "prometheus": "prometheus-k8s",
     "alertmanager": "alertmanager-main",
 }
+_KPS_UNSCRAPED = (_CLUSTER_AUTOSCALER_UNSCRAPED,)
 _KP_UNSCRAPED = (
+    _CLUSTER_AUTOSCALER_UNSCRAPED,
     (
         "etcd",
         "the addon jsonnet/kube-prometheus/addons/static-etcd.libsonnet with values.etcd.ips and its client "
@@ -146,6 +159,8 @@ def _profile(
 
 
 BUILT_IN_STACKS: dict[str, ScrapeProfile] = {
-    "kube-prometheus-stack": _profile("kube-prometheus-stack", _KPS_JOBS, _KPS_DROPPED, _KPS_RELABELING),
+    "kube-prometheus-stack": _profile(
+        "kube-prometheus-stack", _KPS_JOBS, _KPS_DROPPED, _KPS_RELABELING, _KPS_UNSCRAPED
+    ),
     "kube-prometheus": _profile("kube-prometheus", _KP_JOBS, _KP_DROPPED, _KP_RELABELING, _KP_UNSCRAPED),
 }

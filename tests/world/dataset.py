@@ -13,6 +13,7 @@ from pathlib import Path
 
 from tests.world import (
     apiserver_extra,
+    autoscaler,
     client_requests,
     control_plane,
     controller_manager,
@@ -25,6 +26,7 @@ from tests.world import (
     node_basics,
     node_lifecycle,
     nodes,
+    pod_images,
     static_pods,
     untouched,
 )
@@ -49,6 +51,8 @@ def every_series(world: World, stack: StackView) -> list[Series]:
         out += client_requests.clients(world, cluster, stack)
         out += nodes.kube_state_metrics(world, cluster, stack)
         out += static_pods.series_for(world, cluster, stack)
+        out += pod_images.series_for(world, cluster, stack)
+        out += autoscaler.series_for(world, cluster, stack)
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
         out += node_basics.series_for(world, cluster, stack)

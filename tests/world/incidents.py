@@ -407,6 +407,205 @@ IB_BAD_CABLE = Incident(
     on=(("kube-prometheus-stack", _ib_ticket(_IB_ADDRESS)), ("kube-prometheus", _ib_ticket(IB_NODE))),
 )
 
+
+def _registry_page() -> Expectations:
+    waiting = 'kube_pod_container_status_waiting_reason{cluster="prod-east",reason=~"ErrImagePull|ImagePullBackOff"}'
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 11,
+                alertname="ImagePullFailuresAboveCriticalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("registry", "registry.example.com")),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            # 30 images of the registry, 2 replicas each, plus the bad tag's 3 replicas waiting since day one.
+            (f"count({waiting})", START - 5, 3),
+            (f"count({waiting})", START + 5, 63),
+            ('count(kube_pod_container_status_waiting_reason{cluster="prod-west"}) or vector(0)', START + 5, 0),
+        ),
+    )
+
+
+# The platform's registry stops answering in prod-east at START: the 30 images pulled from it wait (60 pods),
+# beside the one bad tag that waits all day. The (shadow) page for the registry fires after its 10m.
+REGISTRY_DOWN = Incident(
+    "registry-down",
+    "The platform's image registry stops answering in prod-east: every pod of the 30 workloads that pull from it "
+    "waits in ErrImagePull and ImagePullBackOff.",
+    _base(START + 11).with_cluster_faults({"prod-east": (Fault("registry-down", START),)}),
+    _registry_page(),
+)
+
+
+# The first control-plane node's kube-apiserver is OOM-killed two minutes after each start from START; it backs
+# off (CrashLoopBackOff) between starts, so every 5-minute window has a back-off: the page fires 15 minutes later.
+APISERVER_OOM_LOOP = Incident(
+    "apiserver-oom-loop",
+    "One kube-apiserver of prod-east is OOM-killed two minutes after each start (a LIST storm against its watch "
+    "cache); the kubelet restarts it with a growing back-off.",
+    _base(START + 16).with_cluster_faults({"prod-east": (Fault("apiserver-oom-loop", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-apiserver",
+                START + 16,
+                alertname="ControlPlaneRestartsAboveNormalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("container", "kube-apiserver")),
+            ),
+        ),
+        pages_only=_pages_only('ALERTS{alertname="ControlPlaneRestartsAboveNormalRange",cluster="prod-east"}'),
+        premises=(
+            (
+                'max(kube_pod_container_status_restarts_total{cluster="prod-east",pod="kube-apiserver-prod-east-cp-1"})',
+                START + 15,
+                5,
+            ),
+            (
+                'max(kube_pod_container_status_last_terminated_reason{pod="kube-apiserver-prod-east-cp-1",'
+                'reason="OOMKilled"})',
+                START + 15,
+                1,
+            ),
+        ),
+    ),
+)
+
+# prod-east's kube-state-metrics outgrew one replica: its scrape takes 8 s of the 10 s timeout from START; the
+# ticket fires after its 30m.
+KSM_SLOW_SCRAPE = Incident(
+    "ksm-slow-scrape",
+    "kube-state-metrics of prod-east takes 8 seconds per scrape (its output outgrew one replica); the scrapes "
+    "still succeed.",
+    _base(START + 31).with_cluster_faults({"prod-east": (Fault("ksm-slow-scrape", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 31,
+                alertname="KubeStateMetricsScrapeDurationAboveNormalRange",
+                severity="ticket",
+                matchers=(("cluster", "prod-east"),),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            ('max(scrape_duration_seconds{cluster="prod-east",job="kube-state-metrics"})', START + 5, 8),
+            ('max(up{cluster="prod-east",job="kube-state-metrics"})', START + 5, 1),
+        ),
+    ),
+)
+
+
+def _ksm_rbac(telemetry: bool) -> Expectations:
+    errors = 'sum(rate(kube_state_metrics_list_total{cluster="prod-east",result="error"}[5m])) or vector(0)'
+    if not telemetry:  # kube-prometheus-stack does not scrape the telemetry port: nothing to see, nothing fires
+        return Expectations(quiet_from=0, pages_only=_pages_only(), premises=((errors, START + 10, 0),))
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 20,
+                alertname="KubeStateMetricsListWatchErrorsAboveNormalRange",
+                severity="ticket",
+                matchers=(("cluster", "prod-east"),),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=((f"round({errors}, 0.001)", START + 10, 0.033),),
+    )
+
+
+# A ClusterRole change drops the nodes resource from kube-state-metrics' RBAC in prod-east at START: its node
+# reflector's List fails every 30 seconds; the (shadow) ticket fires 15 minutes after the rate passes 0.01/s.
+KSM_RBAC_LOST = Incident(
+    "ksm-rbac-lost",
+    "kube-state-metrics of prod-east loses the right to list nodes: its node reflector fails every 30 seconds and "
+    "the node series freeze while it stays up.",
+    _base(START + 20).with_cluster_faults({"prod-east": (Fault("ksm-rbac-lost", START),)}),
+    _ksm_rbac(True),
+    on=(("kube-prometheus-stack", _ksm_rbac(False)), ("kube-prometheus", _ksm_rbac(True))),
+)
+
+
+def _prometheus_loop(replicas: int) -> Expectations:
+    pods = 'count(kube_pod_container_status_ready{cluster="prod-east",container="prometheus"})'
+    if replicas < 2:  # one replica (the chart's default): the loop stops the only evaluator, the heartbeat's page
+        return Expectations(quiet_from=0, pages_only=_pages_only(), premises=((pods, START + 5, 1),))
+    pod = "prometheus-k8s-1"
+    return Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-observability",
+                START + 31,
+                alertname="PrometheusRestartsBelowNormalRange",
+                severity="page",
+                matchers=(("cluster", "prod-east"), ("pod", pod)),
+            ),
+        ),
+        pages_only=_pages_only(f'ALERTS{{alertname="PrometheusRestartsBelowNormalRange",pod="{pod}"}}'),
+        premises=(
+            (pods, START + 5, 2),
+            (f'max(kube_pod_container_status_restarts_total{{cluster="prod-east",pod="{pod}"}})', START + 30, 3),
+            (
+                f'max(kube_pod_container_status_last_terminated_reason{{pod="{pod}",reason="OOMKilled"}})',
+                START + 30,
+                1,
+            ),
+        ),
+    )
+
+
+# The second Prometheus replica of prod-east is OOM-killed every 10 minutes from START (5 minutes of back-off,
+# 3 of WAL replay, 2 ready): never ready for a whole 5-minute window, so the other replica's page fires 30
+# minutes later. kube-prometheus-stack runs one replica: there is no second one to loop or to judge it.
+PROMETHEUS_OOM_LOOP = Incident(
+    "prometheus-oom-loop",
+    "One Prometheus replica of prod-east is OOM-killed every 10 minutes: back-off, WAL replay, two minutes ready.",
+    _base(START + 31).with_cluster_faults({"prod-east": (Fault("prometheus-oom-loop", START),)}),
+    _prometheus_loop(2),
+    on=(("kube-prometheus-stack", _prometheus_loop(1)), ("kube-prometheus", _prometheus_loop(2))),
+)
+
+# A runbook froze batch-central's cluster-autoscaler at minute 113 (kubectl scale --replicas=0) and nobody scaled it
+# back: its slice vanishes while prod-east's autoscaler still reports (its last samples stay visible for the 5m
+# lookback) and the vanished alert pends from minute 120, once the spec has twice its 1h window of history; the
+# ticket fires 30 minutes later, at minute 150 (day one's 180 minutes bound the data set's end, deadline + 30).
+AUTOSCALER_FROZEN_AT = START + 53
+AUTOSCALER_LEFT_AT_ZERO = Incident(
+    "autoscaler-left-at-zero",
+    "batch-central's cluster-autoscaler is scaled to zero during an incident and left there.",
+    _base(AUTOSCALER_FROZEN_AT + 37).with_cluster_faults(
+        {"batch-central": (Fault("autoscaler-scaled-to-zero", AUTOSCALER_FROZEN_AT),)}
+    ),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-scheduling",
+                AUTOSCALER_FROZEN_AT + 37,
+                alertname="ClusterAutoscalerProgressSliceVanished",
+                severity="ticket",
+                matchers=(("cluster", "batch-central"),),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            ('count(up{job="cluster-autoscaler",cluster="batch-central"}) or vector(0)', AUTOSCALER_FROZEN_AT + 5, 0),
+            ('count(up{job="cluster-autoscaler"})', AUTOSCALER_FROZEN_AT + 5, 1),
+        ),
+    ),
+)
+
 INCIDENTS = (
     HUNG_PLEG,
     APISERVER_5XX,
@@ -419,4 +618,10 @@ INCIDENTS = (
     OOM_KILLS,
     PROMETHEUS_RELOAD_FAILED,
     IB_BAD_CABLE,
+    REGISTRY_DOWN,
+    APISERVER_OOM_LOOP,
+    KSM_SLOW_SCRAPE,
+    KSM_RBAC_LOST,
+    PROMETHEUS_OOM_LOOP,
+    AUTOSCALER_LEFT_AT_ZERO,
 )

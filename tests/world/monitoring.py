@@ -9,7 +9,9 @@ as Prometheus v2.42.0 and Alertmanager v0.27.0 create them:
 - per target (every ``up`` of the world): ``scrape_samples_scraped``,
   ``scrape_samples_post_metric_relabeling`` and ``scrape_series_added``
   (``scrape/scrape.go``, ``report``); a failed scrape reports 0 for all three, a target gone
-  has none. ``scrape_duration_seconds`` is left out: no spec reads it;
+  has none. ``scrape_duration_seconds`` (``scrape/scrape.go``, scrapeDurationMetricName) only for
+  kube-state-metrics, the one target a spec reads it of: 0.4 s plus 20 µs per sample scraped, 8 s on a
+  cluster with the fault ``ksm-slow-scrape`` (its output outgrew one replica) from the fault's start;
 - per Prometheus: ``prometheus_tsdb_head_series`` (``tsdb/head.go``), the plain counter
   ``prometheus_target_scrapes_exceeded_sample_limit_total`` (0: neither stack sets a sample
   limit by default), ``prometheus_notifications_sent_total`` and ``_errors_total`` per
@@ -143,8 +145,53 @@ def self_health(world: World, stack: StackView, scraped: Sequence[Series]) -> li
         head = _head_series(world, stack, [target for target in targets if _label(target, "cluster") == cluster.name])
         for replica in range(deployment.prometheus_replicas):
             out += _prometheus(world, cluster, stack, deployment, replica, head)
+            out += _prometheus_pod(world, cluster, stack, deployment, replica)
         for replica in range(deployment.alertmanager_replicas):
             out += _alertmanager(world, cluster, stack, deployment, replica)
+    return out
+
+
+# The cluster fault prometheus-oom-loop: the second replica (none on kube-prometheus-stack, which runs one) is
+# OOM-killed in a 10-minute cycle from the fault's start: 5 minutes of back-off, 3 of WAL replay (running, not
+# ready), 2 ready, then the next kill.
+LOOP_CYCLE_MIN, LOOP_NOT_READY_MIN, LOOPING_REPLICA = 10, 8, 1
+
+
+def _prometheus_pod(
+    world: World, cluster: Cluster, stack: StackView, deployment: Deployment, replica: int
+) -> list[Series]:
+    """kube-state-metrics' series of one Prometheus pod's container (internal/store/pod.go @v2.13.0): readiness
+    (:407), restarts (:431) and, once it has exited, the last termination's reason (:329). Only the
+    kube-state-metrics series change under the loop: the replica's own targets are left as they are."""
+    ksm = {
+        "cluster": cluster.name,
+        "job": stack.job("kube-state-metrics"),
+        "instance": f"10.{cluster.index}.200.10:8080",
+    }
+    pod = f"{deployment.prometheus_pod}-{replica}"
+    labels = {**ksm, "namespace": NAMESPACE, "pod": pod, "container": "prometheus"}
+    labels["uid"] = f"{zlib.crc32(f'{cluster.name}/{pod}'.encode()):08x}-5b2e-4f7a-9c1d-{replica:012x}"
+    count = world.samples
+    ready: list[float | None] = []
+    restarts: list[float | None] = []
+    for i in range(count):
+        fault = world.cluster_fault(cluster.name, "prometheus-oom-loop", minute_of(i))
+        if fault is None or replica != LOOPING_REPLICA:
+            ready.append(1.0)
+            restarts.append(0.0)
+            continue
+        since = minute_of(i) - fault.start
+        ready.append(0.0 if since % LOOP_CYCLE_MIN < LOOP_NOT_READY_MIN else 1.0)
+        restarts.append(float(int(since // LOOP_CYCLE_MIN) + (since % LOOP_CYCLE_MIN >= 5)))
+    out = [
+        series("kube_pod_container_status_ready", labels, ready),
+        series("kube_pod_container_status_restarts_total", labels, restarts),
+    ]
+    if any(value for value in restarts):
+        killed = [1.0 if value else None for value in restarts]
+        out.append(
+            series("kube_pod_container_status_last_terminated_reason", {**labels, "reason": "OOMKilled"}, killed)
+        )
     return out
 
 
@@ -249,11 +296,22 @@ def _scrape_series(world: World, stack: StackView, target: Series) -> list[Serie
             for up, value in zip(target.samples, healthy, strict=True)
         ]
 
-    return [
+    out = [
         series("scrape_samples_scraped", labels, follow([value + scraped - kept for value in values])),
         series("scrape_samples_post_metric_relabeling", labels, follow(values)),
         series("scrape_series_added", labels, follow(added)),
     ]
+    if labels.get("job") == stack.job("kube-state-metrics"):
+        cluster = labels.get("cluster", "")
+        slow = [
+            world.cluster_fault(cluster, "ksm-slow-scrape", i * STEP_S / 60) is not None for i in range(len(values))
+        ]
+        took = [
+            8.0 if late else round(0.4 + (value + scraped - kept) * 2e-5, 3)
+            for value, late in zip(values, slow, strict=True)
+        ]
+        out.append(series("scrape_duration_seconds", labels, follow(took)))
+    return out
 
 
 def _head_series(world: World, stack: StackView, targets: Sequence[Series]) -> list[float | None]:

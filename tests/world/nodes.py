@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from tests.world import shapes
 from tests.world.stack import StackView
-from tests.world.timeline import STEP_S, Series, counter, gauge, series, steps
+from tests.world.timeline import STEP_S, Series, const, counter, gauge, series, steps
 from tests.world.topology import JOIN_NOT_READY_MIN, Cluster, Node, World, minute_of
 
 Condition = Callable[[int], bool]
@@ -155,6 +155,36 @@ def kube_state_metrics(world: World, cluster: Cluster, stack: StackView) -> list
     out = [series("up", base, gauge(lambda _i: 1.0, count))]
     for node in world.nodes(cluster):
         out += _node_object(world, node, {**base, "node": node.name})
+    if stack.scrapes_ksm_telemetry:
+        out += _ksm_telemetry(world, cluster, {**base, "instance": f"10.{cluster.index}.200.10:9443"})
+    return out
+
+
+KSM_RESOURCES = ("*v1.Node", "*v1.Pod", "*v1.DaemonSet", "*v1.Lease")
+
+
+def _ksm_telemetry(world: World, cluster: Cluster, base: dict[str, str]) -> list[Series]:
+    """kube-state-metrics' telemetry port (pkg/watch/watch.go, pkg/app/server.go @v2.13.0): build info, and per
+    resource the successful lists (one at start) and watches (one every 7.5 minutes: client-go's 5-10 minute
+    timeout). The error series exist only under the cluster fault ``ksm-rbac-lost`` (the ClusterRole lost the
+    nodes resource): the node reflector's List fails every 30 seconds from the fault's start."""
+    count = world.samples
+    base = {**base, "endpoint": "https-self"}
+    lost = [world.cluster_fault(cluster.name, "ksm-rbac-lost", minute_of(i)) is not None for i in range(count)]
+    info = {**base, "version": "v2.13.0", "revision": "8b3ac9b2", "branch": "", "goversion": "go1.22.5"}
+    out = [series("up", base, gauge(const(1.0), count)), series("kube_state_metrics_build_info", info, [1.0] * count)]
+    for resource in KSM_RESOURCES:
+        labels = {**base, "resource": resource}
+        out.append(series("kube_state_metrics_list_total", {**labels, "result": "success"}, gauge(const(1.0), count)))
+        out.append(
+            series(
+                "kube_state_metrics_watch_total", {**labels, "result": "success"}, counter(const(1 / 450), count, 200.0)
+            )
+        )
+        if resource == "*v1.Node" and any(lost):
+            first = lost.index(True)
+            errors = [None if i < first else float(i - first + 1) for i in range(count)]
+            out.append(series("kube_state_metrics_list_total", {**labels, "result": "error"}, errors))
     return out
 
 

@@ -15,6 +15,9 @@ sources say (library review, "Which stack this library runs on"):
   (chart defaults, not re-read at a tag: U);
 - kube-prometheus scrapes no etcd members by default; the chart's kubeEtcd ServiceMonitor does
   (``job="kube-etcd"``, unverified, as in ``compiler/model/stacks.py``);
+- kube-prometheus scrapes kube-state-metrics' telemetry port (its ServiceMonitor's https-self endpoint,
+  ``components/kube-state-metrics.libsonnet``), also as ``job="kube-state-metrics"``; kube-prometheus-stack
+  does only with ``kube-state-metrics.selfMonitor.enabled``, false by default;
 - neither stack adds a ``cluster`` label: every series here carries one, as the platform's
   external labels or relabeling would (the library slices by ``cluster`` everywhere).
 """
@@ -34,6 +37,7 @@ class StackView:
     node_exporter_instance_is_node: bool
     exports_veth: bool
     scrapes_etcd: bool
+    scrapes_ksm_telemetry: bool
 
     def job(self, component: str) -> str:
         matchers = BUILT_IN_STACKS[self.name].component(component)
@@ -53,6 +57,7 @@ STACKS = {
         node_exporter_instance_is_node=False,
         exports_veth=True,
         scrapes_etcd=True,
+        scrapes_ksm_telemetry=False,
     ),
     "kube-prometheus": StackView(
         "kube-prometheus",
@@ -60,5 +65,6 @@ STACKS = {
         node_exporter_instance_is_node=True,
         exports_veth=False,
         scrapes_etcd=False,
+        scrapes_ksm_telemetry=True,
     ),
 }

@@ -127,6 +127,8 @@ def _expected(stack: str) -> tuple[Expected, ...]:
         out.append(Expected("EtcdMembersBelowNormalRange", below, edge, by_minute=30))
         etcd = (*edge, ("assumption", "metrics-reachable"))
         out.append(Expected("EtcdMembersAssumptionBroken", broken, etcd, by_minute=70))
+    if stack == "kube-prometheus-stack":  # the chart does not scrape kube-state-metrics' telemetry port by default
+        out.append(_KSM_TELEMETRY)
     vanished = "the cluster-autoscaler scaled the spot pool to zero: its slice vanished, a ticket"
     out.append(Expected("NodeReadinessSliceVanished", vanished, (*batch, ("label_node_pool", "spot")), by_minute=170))
     joining = "3 nodes join NotReady for 1.5 minutes: pending a few minutes, never firing"
@@ -226,6 +228,15 @@ MANAGED_ETCD_NO_DATA = (
 )
 
 
+_KSM_TELEMETRY = Expected(
+    "KubeStateMetricsListWatchErrorsAssumptionBroken",
+    "kube-prometheus-stack does not scrape kube-state-metrics' telemetry port (selfMonitor off): telemetry-scraped "
+    "never held, a (shadow) ticket after 1h",
+    (("assumption", "telemetry-scraped"),),
+    by_minute=70,
+)
+
+
 def _expected_managed(stack: str) -> tuple[Expected, ...]:
     out = [
         Expected(
@@ -240,6 +251,14 @@ def _expected_managed(stack: str) -> tuple[Expected, ...]:
         )
         for assumption in ("metrics-reachable", "self-managed-control-plane")
     ]
+    out.append(
+        Expected(
+            "ControlPlaneRestartsAssumptionBroken",
+            "no kube-apiserver or etcd static pod: self-managed-control-plane never held, a ticket after 1h",
+            (("assumption", "self-managed-control-plane"),),
+            by_minute=70,
+        )
+    )
     # Tickets of specs reading a component the provider runs: right as "no data", though these specs
     # do not state the assumption (a managed cluster should leave them out, as the etcd specs say).
     out += [
@@ -247,6 +266,7 @@ def _expected_managed(stack: str) -> tuple[Expected, ...]:
         for alert, component in MANAGED_NO_DATA.items()
     ]
     if stack == "kube-prometheus-stack":
+        out.append(_KSM_TELEMETRY)
         out += [
             Expected(alert, "no etcd on a managed control plane: its no-data ticket", (), by_minute=30)
             for alert in MANAGED_ETCD_NO_DATA

@@ -4,7 +4,9 @@ Each data set is the healthy fleet (its deployments included) of
 ``tests/world/test_world_day_one.py`` with one fault injected at minute 60 (see
 ``tests/world/incidents.py``): a hung PLEG, apiserver 5xx at 5%, 20% of a pool unreachable, a pool's
 nodes deleted, one NotReady node in a 10-node pool, one bad NIC, one node out of inodes, one node's
-file table at 90%, one node OOM-killing every 20 s, a Prometheus refusing its configuration reload.
+file table at 90%, one node OOM-killing every 20 s, a Prometheus refusing its configuration reload,
+a degrading InfiniBand cable, an image registry down, an apiserver OOM loop, a slow and an RBAC-broken
+kube-state-metrics, a Prometheus replica OOM-looping, a cluster-autoscaler left scaled to zero.
 On each stack (kube-prometheus-stack, the one the library ships for, and kube-prometheus, with the
 series as that stack delivers them and the library compiled for it), promtool runs the library's
 rule files that can change the verdict over the raw series they read (``judged_rules``: every file

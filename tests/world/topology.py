@@ -44,6 +44,8 @@ class Cluster:
     # Nothing changes Services or endpoints: the iptables proxier syncs only on its hourly resync,
     # so the last-sync timestamp advances once an hour and no change is ever pending.
     kube_proxy_idle: bool = False
+    # A cluster-autoscaler runs (tests/world/autoscaler.py): the clusters whose pools it scales.
+    cluster_autoscaler: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,13 @@ class Fault:
     handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second),
     ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1).
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
-    ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed).
+    ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
+    ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),
+    ``apiserver-oom-loop`` (the first control-plane node's kube-apiserver is OOM-killed 2 minutes after each start),
+    ``ksm-slow-scrape`` (kube-state-metrics' scrape takes 8 s of the 10 s timeout), ``ksm-rbac-lost``
+    (kube-state-metrics may no longer list nodes: its node reflector fails every 30 s), ``prometheus-oom-loop``
+    (the second Prometheus replica is OOM-killed every 10 minutes), ``autoscaler-scaled-to-zero`` (the
+    cluster-autoscaler's Deployment left at 0 replicas).
     """
 
     kind: str
@@ -161,6 +169,7 @@ PROD_EAST = Cluster(
         Pool("gpu-train", (("us-east-1a", 24), ("us-east-1b", 12))),
         Pool("infra", (("us-east-1a", 10),)),
     ),
+    cluster_autoscaler=True,
 )
 # A quiet training cluster: chrony runs without rtcsync and nothing changes its Services all day.
 PROD_WEST = Cluster(
@@ -188,6 +197,7 @@ BATCH = Cluster(
     "batch-central",
     4,
     (Pool("cpu", (("us-east-2a", 15),)), Pool("spot", (("us-east-2a", 3),))),
+    cluster_autoscaler=True,
 )
 SCALE_UP_NODES = tuple(f"batch-central-cpu-a-{number:02d}" for number in range(12, 15))
 SCALE_UP_AT = 90
@@ -205,6 +215,7 @@ EKS_APPS = Cluster(
     etcd_members=0,
     schedulers=0,
     control_plane="managed",
+    cluster_autoscaler=True,
 )
 
 # The day-one trickle: one node of the largest slice reboots for a kernel update, NotReady

@@ -157,3 +157,38 @@ def test_an_inhibition_towards_a_left_out_spec_is_dropped(run_cli: RunCli, tmp_p
     out, output = generate(run_cli, tmp_path)
     assert notes(output) == [NOTE_AT + NOTE], output
     assert "etcd-quota" not in (out / "alertmanager" / "alertmanager.yaml").read_text(encoding="utf-8")
+
+
+def test_no_stack_scrapes_the_cluster_autoscaler_by_default(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
+    """Neither chart nor jsonnet scrapes it: its spec is left out on both, until the project names it."""
+    autoscaler = ETCD_SLO.replace("name: etcd-quota", "name: autoscaler-loop").replace(
+        "component: etcd", "component: cluster-autoscaler"
+    )
+    for stack in ("kube-prometheus-stack", "kube-prometheus"):
+        assert BUILT_IN_STACKS[stack].how_to_scrape("cluster-autoscaler") is not None, stack
+        run = tmp_path / stack
+        specs = run / "specs"
+        specs.mkdir(parents=True)
+        for item in spec_tree.iterdir():
+            target = specs / item.name
+            if item.is_dir():
+                target.mkdir()
+                for child in item.iterdir():
+                    target.joinpath(child.name).write_bytes(child.read_bytes())
+            else:
+                target.write_bytes(item.read_bytes())
+        tree(specs, stack)
+        (specs / "etcd" / "etcd-quota.yaml").write_text(autoscaler, encoding="utf-8")
+        out, output = generate(run_cli, run)
+        assert [line for line in notes(output) if "cluster-autoscaler" in line], output
+        assert not (out / "prometheus" / "rules" / "autoscaler-loop.rules.yaml").exists()
+        (specs / "project.yaml").write_text(
+            PROJECT_YAML + f"scrape_profile:\n  stack: {stack}\n  components:\n"
+            "    cluster-autoscaler: '{job=\"cluster-autoscaler\"}'\n",
+            encoding="utf-8",
+        )
+        out, output = generate(run_cli, run)
+        assert not [line for line in notes(output) if "cluster-autoscaler" in line], output
+        assert 'job="cluster-autoscaler"' in (out / "prometheus" / "rules" / "autoscaler-loop.rules.yaml").read_text(
+            encoding="utf-8"
+        )
