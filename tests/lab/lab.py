@@ -217,6 +217,8 @@ class Lab:
     load: Load
     node_exporter: str
     specs: tuple[str, ...] = LAB_SPECS  # the specs whose rules the lab's evaluator runs
+    exporter: subprocess.Popen[bytes] | None = None  # node_exporter's process, for the faults that stop it
+    extra_rules: Path | None = None  # a rule file Prometheus loads, empty until a fault writes it (then reload)
 
     def lab_alerts(self, severities: str = "page|ticket") -> list[dict[str, str]]:
         """Pending and firing alerts of the lab-fed specs at these severities, as label sets (vmalert writes
@@ -361,6 +363,7 @@ def prometheus(
         f"--web.listen-address=127.0.0.1:{port}",
         "--rules.alert.resend-delay=1s",
         "--rules.alert.for-grace-period=1s",
+        "--web.enable-lifecycle",  # a fault reloads the rules with POST /-/reload
         *extra,
     ]
     with servers.serving(args, port, workdir / "prometheus.log") as url:
@@ -401,7 +404,7 @@ def load_on(members: list[Member]) -> Iterator[Load]:
 
 
 @contextmanager
-def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[str, int]]:
+def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[str, int, subprocess.Popen[bytes]]]:
     port = servers.free_port()
     # The default collectors, plus the sysctl that arp-neighbor-table reads (its spec's assumption on the deployment).
     args = [
@@ -420,7 +423,7 @@ def node_exporter(workdir: Path, rootfs: Path | None = None) -> Iterator[tuple[s
         ready = servers.wait_until(lambda: urllib.request.urlopen(f"{url}/metrics", timeout=2).status == 200, 20)
         if not ready or proc.poll() is not None:
             raise RuntimeError((workdir / "node-exporter.log").read_text(errors="replace")[-3000:])
-        yield url, port
+        yield url, port, proc
 
 
 def vmalert_binary() -> Path | None:
@@ -467,7 +470,7 @@ def running(
     with ExitStack() as stack:
         members = stack.enter_context(etcd_cluster(workdir / "etcd", etcd))
         load = stack.enter_context(load_on(members))
-        exporter_url, exporter_port = stack.enter_context(node_exporter(workdir, node_rootfs))
+        exporter_url, exporter_port, exporter = stack.enter_context(node_exporter(workdir, node_rootfs))
         sink = stack.enter_context(servers.webhook())
         am = stack.enter_context(servers.alertmanager(workdir, lab_alertmanager_config(workdir, sink.port, broken)))
         port = servers.free_port()
@@ -477,7 +480,10 @@ def running(
             receiver = "--web.enable-remote-write-receiver"
             prom = stack.enter_context(prometheus(workdir, [], am.port, scrapes, port, receiver))
             stack.enter_context(vmalert(workdir, lab_rules(workdir, specs, "vmalert"), prom.url, am.port))
-            yield Lab(workdir, members, prom, am, sink, load, exporter_url, specs)
+            yield Lab(workdir, members, prom, am, sink, load, exporter_url, specs, exporter)
             return
-        prom = stack.enter_context(prometheus(workdir, lab_rules(workdir), am.port, scrapes, port))
-        yield Lab(workdir, members, prom, am, sink, load, exporter_url)
+        extra = workdir / "rules" / "lab-extra.rules.yaml"
+        rules = lab_rules(workdir)
+        extra.write_text("groups: []\n", encoding="utf-8")
+        prom = stack.enter_context(prometheus(workdir, [*rules, extra], am.port, scrapes, port))
+        yield Lab(workdir, members, prom, am, sink, load, exporter_url, LAB_SPECS, exporter, extra)

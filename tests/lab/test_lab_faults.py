@@ -370,6 +370,85 @@ def test_a_full_kubelet_filesystem_tickets_the_nodes_team_and_resolves_when_free
     )
 
 
+def test_a_rule_that_fails_to_evaluate_pages_the_observability_team(running: lab.Lab) -> None:
+    """A rule whose every evaluation fails (many-to-many matching: ``up * on (cluster) up``) is loaded by a real
+    reload (POST /-/reload): prometheus_rule_evaluation_failures_total climbs and prometheus-rule-evaluation-failures
+    (on the lab's own Prometheus metrics) pages platform-observability for that rule group. Removing the rule
+    stops the failures; the page resolves when the 5m rate forgets them (not waited for)."""
+    assert running.extra_rules is not None
+    _quiet(running, "PrometheusRuleFailuresAboveNormalRange")
+    sink = Sink(running, "platform-observability-page", "PrometheusRuleFailuresAboveNormalRange")
+    broken = {
+        "groups": [
+            {
+                "name": "lab-broken",
+                "interval": "2s",
+                "rules": [{"record": "lab:broken", "expr": "up * on (cluster) up"}],
+            }
+        ]
+    }
+    started = time.monotonic()
+    try:
+        running.extra_rules.write_text(json.dumps(broken), encoding="utf-8")
+        _reload(running)
+        alert = sink.wait("firing", 60)
+        fired = time.monotonic() - started
+        _labels(alert, "prometheus-rule-evaluation-failures", "page", "platform-observability")
+        assert alert["labels"]["rule_group"].endswith(";lab-broken"), alert["labels"]
+    finally:
+        running.extra_rules.write_text("groups: []\n", encoding="utf-8")
+        _reload(running)
+    print(
+        f"\nlab: PrometheusRuleFailuresAboveNormalRange reached the sink {fired:.1f}s after the broken rule was loaded"
+    )
+
+
+def _reload(the_lab: lab.Lab) -> None:
+    request = urllib.request.Request(f"{the_lab.prometheus.url}/-/reload", data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+def test_node_exporter_stopped_raises_the_node_specs_no_data_tickets_and_no_page(running: lab.Lab) -> None:
+    """node_exporter SIGSTOPped: its scrapes time out, its series go stale, and each node spec that reads them
+    at an instant raises its NoData ticket at its owner (platform-nodes, platform-network); nothing pages. SIGCONT
+    and they resolve. The NIC budgets read rate(...[5m]), which keeps answering from the window's older samples
+    for five minutes after the last scrape (rate ignores staleness markers): their NoData comes that much later,
+    as on a real cluster, and is not waited for."""
+    assert running.exporter is not None
+    node_specs = set(lab.NODE_SPECS) - {"nic-drop-budget", "nic-error-budget"}
+    started = time.monotonic()
+    receivers = ("platform-nodes-ticket", "platform-network-ticket")  # the node specs' owners
+    before = {r: len(running.sink.alerts(r)) for r in receivers}
+
+    def tickets(status: str) -> set[str]:
+        return {
+            a["labels"]["slo"]
+            for r in receivers
+            for a in running.sink.alerts(r)[before[r] :]
+            if a["labels"]["alertname"].endswith("NoData") and a["status"] == status
+        }
+
+    running.exporter.send_signal(signal.SIGSTOP)
+    try:
+        assert servers.wait_until(lambda: tickets("firing") >= node_specs, 90, 1), (
+            node_specs - tickets("firing"),
+            sorted((a["alertname"], a["alertstate"]) for a in running.lab_alerts()),
+        )
+        fired = time.monotonic() - started
+        pages = [a for a in running.lab_alerts("page") if a["slo"] in node_specs]
+        assert not pages, pages
+    finally:
+        running.exporter.send_signal(signal.SIGCONT)
+    continued = time.monotonic()
+    assert servers.wait_until(lambda: tickets("resolved") >= node_specs, 90, 1), node_specs - tickets("resolved")
+    resolved = time.monotonic() - continued
+    print(
+        f"\nlab: node_exporter stopped: {len(node_specs)} NoData tickets reached their owners {fired:.1f}s after the "
+        f"stop, resolved {resolved:.1f}s after SIGCONT"
+    )
+
+
 def test_a_team_page_receiver_on_a_closed_port_reaches_the_observability_team(running: lab.Lab) -> None:
     """platform-network's page receiver posts to a port nothing listens on (a rotated key, a dead endpoint): a
     page for that team fails at every retry, Alertmanager counts it in alertmanager_notifications_failed_total,
