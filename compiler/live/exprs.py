@@ -17,11 +17,15 @@ from compiler.promql import format_duration, quote
 def inline_recorded(expr: str, slo: SLO, raw: dict[str, str] | None = None) -> str:
     """``expr`` with every reference to the spec's raw recorded series replaced by its expression."""
     raw = queries.raw_expressions(slo) if raw is None else raw
-    for name, body in raw.items():
-        reference = series.recorded(name, slo)
-        if reference in expr:
-            inlined = f'label_replace(({body}), "slo", {quote(slo.name)}, "", "")'
-            expr = expr.replace(reference, inlined)
+    for _ in raw:  # an inlined body may read an earlier recorded series (the per-unit value)
+        before = expr
+        for name, body in raw.items():
+            reference = series.recorded(name, slo)
+            if reference in expr:
+                inlined = f'label_replace(({body}), "slo", {quote(slo.name)}, "", "")'
+                expr = expr.replace(reference, inlined)
+        if expr == before:
+            break
     return expr
 
 
