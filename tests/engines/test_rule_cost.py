@@ -21,8 +21,8 @@ from compiler.explain import explain, group_reads, reads_report
 from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, queries, series
 from compiler.model.budget import estimate
 from compiler.model.links import rules_path
-from compiler.plan import plan
 from compiler.model.reads import raw_reads, repeated
+from compiler.plan import plan
 from compiler.promql import parse_duration, selector_reads
 from compiler.targets import render_all
 from tests.support import FIXTURE_SPECS, LIBRARY_SPECS, compile_tree
