@@ -12,10 +12,11 @@ import math
 from dataclasses import dataclass
 
 from compiler.model import SLO, ClusterProfile
+from compiler.model import labels as lbl
 from compiler.model.queries import ratio_parts
 from compiler.model.series import recorded_names, unit_names
 
-HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
+HIGH_CARDINALITY = lbl.HIGH_CARDINALITY
 # Slice labels that partition the nodes: a node is in one pool and one zone, so per-node units
 # of a pool-by-zone slice are the cluster's nodes once, not once per pool and zone.
 NODE_PARTITIONS = frozenset(

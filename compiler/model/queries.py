@@ -158,9 +158,13 @@ class Parts:
 
 
 def ratio_parts(slo: SLO) -> Parts | None:
-    """The parts of a ratio SLI whose bad series are among its total's, or None (see ``Parts``)."""
+    """The parts of a ratio SLI whose bad series are among its total's, or None (see ``Parts``).
+
+    None too for a slice by a per-node or per-pod label: there the parts (every slice times the
+    values of the labels the bad selectors pick on) would add thousands of series to save a read.
+    """
     sli = slo.sli
-    if not isinstance(sli, RatioSLI) or not sli.bad:
+    if not isinstance(sli, RatioSLI) or not sli.bad or set(slo.slice.by) & lbl.HIGH_CARDINALITY:
         return None
     picks: list[tuple[int, tuple[Matcher, ...]]] = []
     for bad in sli.bad:
