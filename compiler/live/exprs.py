@@ -16,7 +16,7 @@ from compiler.promql import format_duration, quote
 
 def inline_recorded(expr: str, slo: SLO, raw: dict[str, str] | None = None) -> str:
     """``expr`` with every reference to the spec's raw recorded series replaced by its expression."""
-    raw = queries.raw_expressions(slo) if raw is None else raw
+    raw = queries.raw_expressions(slo, same_evaluation=False) if raw is None else raw
     for _ in raw:  # an inlined body may read an earlier recorded series (the per-unit value)
         before = expr
         for name, body in raw.items():
@@ -30,8 +30,12 @@ def inline_recorded(expr: str, slo: SLO, raw: dict[str, str] | None = None) -> s
 
 
 def raw_queries(slo: SLO) -> dict[str, str]:
-    """Each raw recorded series of the spec as a query a server without the spec's rules can run."""
-    raw = queries.raw_expressions(slo)
+    """Each raw recorded series of the spec as a query a server without the spec's rules can run.
+
+    The raw forms (``same_evaluation=False``): a series the rules compute from the per-unit value or
+    a ratio's parts, with matchers on them, reads the raw series here instead.
+    """
+    raw = queries.raw_expressions(slo, same_evaluation=False)
     return {name: inline_recorded(body, slo, raw) for name, body in raw.items()}
 
 
