@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Model
+from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Model, queries, series
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
 from compiler.model.reads import RawRead, raw_reads, repeated
@@ -129,11 +129,26 @@ def explain(model: Model, spec: SpecPlan, files: dict[str, bytes]) -> str:
     add("")
     add("raw series read per evaluation (times read, over which range, by which rules; 1x is the floor):")
     out.extend(_reads_lines(group_reads(files, slo), "  "))
+    out.extend(_unit_reads_lines(slo))
     add("")
     add(_series_line(estimate(slo, model.project.cluster_profile)))
     add("")
     out.extend(_routing_lines(model, slo))
     return "\n".join(out) + "\n"
+
+
+def _unit_reads_lines(slo: SLO) -> list[str]:
+    """Whether a fleet's slice series aggregate its recorded per-unit value or read the raw series again."""
+    if slo.fleet is None:
+        return []
+    unit = series.UNIT_VALUE
+    firsts = ", ".join(name for name in queries.raw_expressions(slo) if name != unit)
+    if queries.derives_from_units(slo):
+        return [f"  {firsts} aggregate {unit} in the same evaluation (vmalert reads the raw series again)"]
+    return [
+        f"  {firsts} read the raw series again: the units' values do not give the slice's exactly "
+        "(an average over units of different sizes, a ratio)"
+    ]
 
 
 def _condition_lines(slo: SLO) -> list[str]:
@@ -179,6 +194,7 @@ def _routing_lines(model: Model, slo: SLO) -> list[str]:
 def _series_line(found: Estimate) -> str:
     """The estimate in words: slices times series per slice, a fleet's per-unit series, slo_info."""
     units = f" + {found.unit_series:,} per-unit series" if found.unit_series else ""
+    units += f" + {found.parts_series:,} parts series" if found.parts_series else ""
     return (
         f"estimated series: {found.series:,} ({found.slices:,} slices x {found.series_per_slice}{units} + slo_info), "
         f"budget {found.budget:,}"

@@ -16,18 +16,26 @@ from compiler.promql import format_duration, quote
 
 def inline_recorded(expr: str, slo: SLO, raw: dict[str, str] | None = None) -> str:
     """``expr`` with every reference to the spec's raw recorded series replaced by its expression."""
-    raw = queries.raw_expressions(slo) if raw is None else raw
-    for name, body in raw.items():
-        reference = series.recorded(name, slo)
-        if reference in expr:
-            inlined = f'label_replace(({body}), "slo", {quote(slo.name)}, "", "")'
-            expr = expr.replace(reference, inlined)
+    raw = queries.raw_expressions(slo, same_evaluation=False) if raw is None else raw
+    for _ in raw:  # an inlined body may read an earlier recorded series (the per-unit value)
+        before = expr
+        for name, body in raw.items():
+            reference = series.recorded(name, slo)
+            if reference in expr:
+                inlined = f'label_replace(({body}), "slo", {quote(slo.name)}, "", "")'
+                expr = expr.replace(reference, inlined)
+        if expr == before:
+            break
     return expr
 
 
 def raw_queries(slo: SLO) -> dict[str, str]:
-    """Each raw recorded series of the spec as a query a server without the spec's rules can run."""
-    raw = queries.raw_expressions(slo)
+    """Each raw recorded series of the spec as a query a server without the spec's rules can run.
+
+    The raw forms (``same_evaluation=False``): a series the rules compute from the per-unit value or
+    a ratio's parts, with matchers on them, reads the raw series here instead.
+    """
+    raw = queries.raw_expressions(slo, same_evaluation=False)
     return {name: inline_recorded(body, slo, raw) for name, body in raw.items()}
 
 

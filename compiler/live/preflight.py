@@ -379,16 +379,19 @@ class Preflight:
         slo = spec.slo
         raw = exprs.raw_queries(slo)
         presence = self.client.query(raw[series.presence_series(slo)])
-        found = [self.cardinality(slo, presence)]
+        parts_expr = queries.raw_expressions(slo).get(series.PARTS_5M)  # reads raw series only
+        parts = len(self.client.query(parts_expr)) if parts_expr else 0
+        found = [self.cardinality(slo, presence, parts)]
         found += self.empty_slice_labels(slo, presence)
         if presence:
             found += self.now(spec, raw)
         return found
 
-    def cardinality(self, slo: SLO, presence: list[tuple[Labels, float]]) -> Finding:
+    def cardinality(self, slo: SLO, presence: list[tuple[Labels, float]], parts: int = 0) -> Finding:
+        """Slices now and the series they record (with a ratio's ``parts`` as measured), against the budget."""
         estimate = budget.estimate(slo, self.model.project.cluster_profile)
         slices = len(presence)
-        recorded = slices * estimate.series_per_slice + 1
+        recorded = slices * estimate.series_per_slice + parts + 1
         detail = {"slices": slices, "recorded": recorded, "estimate": estimate.series, "budget": estimate.budget}
         subject = f"slice by ({', '.join(slo.slice.by)})"
         if not slices:

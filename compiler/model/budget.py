@@ -12,9 +12,11 @@ import math
 from dataclasses import dataclass
 
 from compiler.model import SLO, ClusterProfile
+from compiler.model import labels as lbl
+from compiler.model.queries import ratio_parts
 from compiler.model.series import recorded_names, unit_names
 
-HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
+HIGH_CARDINALITY = lbl.HIGH_CARDINALITY
 # Slice labels that partition the nodes: a node is in one pool and one zone, so per-node units
 # of a pool-by-zone slice are the cluster's nodes once, not once per pool and zone.
 NODE_PARTITIONS = frozenset(
@@ -70,6 +72,7 @@ class Estimate:
     budget: int
     high_cardinality: tuple[str, ...]
     unit_series: int = 0  # a fleet's per-unit series, counted in ``series``
+    parts_series: int = 0  # a ratio's recorded parts (``queries.ratio_parts``), counted in ``series``
 
     @property
     def over(self) -> bool:
@@ -81,19 +84,32 @@ def estimate(slo: SLO, profile: ClusterProfile) -> Estimate:
     slices = math.prod(declared.get(label) or label_cardinality(profile, label) for label in slo.slice.by)
     per_slice = len(recorded_names(slo))
     units = unit_series(slo, profile)
+    parts = slices * parts_per_slice(slo, profile)
     unit_labels = slo.fleet.units if slo.fleet is not None else ()
     return Estimate(
         slo=slo.name,
         family=slo.family,
         slices=slices,
         series_per_slice=per_slice,
-        series=slices * per_slice + units + 1,  # + slo_info
+        series=slices * per_slice + units + parts + 1,  # + slo_info
         budget=slo.series_budget or profile.default_series_budget,
         high_cardinality=tuple(
             label for label in (*slo.slice.by, *unit_labels) if label in HIGH_CARDINALITY and label not in declared
         ),
         unit_series=units,
+        parts_series=parts,
     )
+
+
+def parts_per_slice(slo: SLO, profile: ClusterProfile) -> int:
+    """A ratio's recorded parts per slice: each value of the labels its bad selectors pick on, per total selector."""
+    parts = ratio_parts(slo)
+    if parts is None:
+        return 0
+    declared = dict(slo.slice.cardinality)
+    values = math.prod(declared.get(label) or label_cardinality(profile, label) for label in parts.labels)
+    total = getattr(slo.sli, "total", ())
+    return values * max(len(total), 1)
 
 
 def unit_series(slo: SLO, profile: ClusterProfile) -> int:

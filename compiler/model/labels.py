@@ -42,6 +42,10 @@ OBJECTIVE = "objective"
 PERIOD = "period"
 # A helper label that keeps the terms of a summed ``or`` apart (dropped by the sum).
 TERM = "__slo_term"
+# Labels with a value per node, pod or container: slicing by one multiplies the series by thousands.
+HIGH_CARDINALITY = frozenset({"node", "pod", "instance", "container", "pod_ip", "uid"})
+# Which total selector a series of a ratio's recorded parts (``slo:sli_parts:rate5m``) comes from.
+PART = "slo_part"
 
 # Prometheus's own: the metric name, the alert name and state on ALERTS, histogram buckets.
 METRIC_NAME = "__name__"

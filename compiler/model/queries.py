@@ -25,7 +25,14 @@ from compiler.model import (
     series,
 )
 from compiler.model import labels as lbl
-from compiler.promql import Matcher, PromQLError, analyse, keep_in_aggregations, render_selector
+from compiler.promql import (
+    Matcher,
+    PromQLError,
+    analyse,
+    keep_in_aggregations,
+    outer_aggregation,
+    render_selector,
+)
 from compiler.text.numbers import go_float
 
 RAW_RANGE = "5m"
@@ -128,15 +135,88 @@ def total_and_bad(slo: SLO, same_evaluation: bool = True) -> tuple[str, str]:
         return _latency_total_and_bad(slo, sli, same_evaluation)
     if isinstance(sli, StateSLI):
         by = slo.slice.by
+        if same_evaluation and derives_from_units(slo):
+            units = series.recorded(series.UNIT_VALUE, slo)
+            return f"count{_by(by)} (\n  {units}\n)", f"sum{_by(by)} (\n  {units}\n)"
         state = _joined(f"({sli.expr})", slo.slice)
         bad_state = f"({state})" if slo.slice.joins else state
         return f"count{_by(by)} (\n  {state}\n)", f"sum{_by(by)} (\n  1 - {bad_state}\n)"
     raise TypeError(f"{type(sli).__name__} has no events")  # pragma: no cover
 
 
+@dataclasses.dataclass(frozen=True)
+class Parts:
+    """A ratio whose every bad selector picks series of one of its total selectors (``code=~"5.."`` of all codes).
+
+    The total's 5m rates are recorded once by slice, ``labels`` (those the bad selectors' extra
+    matchers name) and, with several total selectors, the selector (``PART``); the 5m total and
+    bad rates sum that recorded series. ``picks`` are the bad selectors: (total index, extra matchers).
+    """
+
+    labels: tuple[str, ...]
+    picks: tuple[tuple[int, tuple[Matcher, ...]], ...]
+
+
+def ratio_parts(slo: SLO) -> Parts | None:
+    """The parts of a ratio SLI whose bad series are among its total's, or None (see ``Parts``).
+
+    None too for a slice by a per-node or per-pod label: there the parts (every slice times the
+    values of the labels the bad selectors pick on) would add thousands of series to save a read.
+    """
+    sli = slo.sli
+    if not isinstance(sli, RatioSLI) or not sli.bad or set(slo.slice.by) & lbl.HIGH_CARDINALITY:
+        return None
+    picks: list[tuple[int, tuple[Matcher, ...]]] = []
+    for bad in sli.bad:
+        index = next(
+            (
+                i
+                for i, total in enumerate(sli.total)
+                if bad.metric is not None and total.metric == bad.metric and set(total.matchers) <= set(bad.matchers)
+            ),
+            None,
+        )
+        if index is None or index in (i for i, _ in picks):
+            return None
+        picks.append((index, tuple(m for m in bad.matchers if m not in sli.total[index].matchers)))
+    labels = tuple(dict.fromkeys(m.name for _, extra in picks for m in extra if m.name not in slo.slice.by))
+    if lbl.PART in labels or lbl.METRIC_NAME in labels or lbl.PART in slo.slice.by:
+        return None
+    return Parts(labels, tuple(picks))
+
+
+def parts_rate(slo: SLO, parts: Parts) -> str:
+    """The recorded parts: the total's 5m rates by slice, the bad selectors' labels and (several) the selector."""
+    sli = slo.sli
+    assert isinstance(sli, RatioSLI)
+    several = len(sli.total) > 1
+    terms = []
+    for index, selector in enumerate(sli.total):
+        term = _joined(f"rate({_selector(selector)}[{RAW_RANGE}])", slo.slice)
+        terms.append(f'label_replace({term}, "{lbl.PART}", "{index}", "", "")' if several else term)
+    return _sum_of(terms, (*slo.slice.by, *parts.labels, *((lbl.PART,) if several else ())))
+
+
+def _parts_total_and_bad(slo: SLO, parts: Parts) -> tuple[str, str]:
+    """The 5m total and bad rates summed from the recorded parts: each raw series read once."""
+    sli = slo.sli
+    assert isinstance(sli, RatioSLI)
+    by = slo.slice.by
+    several = len(sli.total) > 1
+    picked = []
+    for index, extra in parts.picks:
+        matchers = (*(((Matcher(lbl.PART, "=", str(index))),) if several else ()), *extra)
+        picked.append(render_selector(series.PARTS_5M, (Matcher(lbl.SLO, "=", slo.name), *matchers)))
+    total = f"sum{_by(by)} (\n  {series.recorded(series.PARTS_5M, slo)}\n)"
+    return total, _zero_fallback(_sum_of(picked, by), slo)
+
+
 def _ratio_total_and_bad(slo: SLO, sli: RatioSLI, same_evaluation: bool) -> tuple[str, str]:
     """Bad events as given, or the total less the good events (the recorded total where it may be read)."""
     by = slo.slice.by
+    parts = ratio_parts(slo) if same_evaluation else None
+    if parts is not None:
+        return _parts_total_and_bad(slo, parts)
     total = _rate_sum(sli.total, slo.slice)
     if sli.bad:
         return total, _zero_fallback(_rate_sum(sli.bad, slo.slice), slo)
@@ -182,10 +262,16 @@ def _latency_total_and_bad(slo: SLO, sli: LatencySLI, same_evaluation: bool) -> 
     return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
 
 
-def value(slo: SLO) -> str:
-    """The value of a gauge or quantile SLI, aggregated by slice."""
+def value(slo: SLO, same_evaluation: bool = True) -> str:
+    """The value of a gauge or quantile SLI, aggregated by slice.
+
+    A fleet's value whose units give it exactly (``derives_from_units``) aggregates the recorded
+    per-unit value, which the group records first, rather than reading the raw series again.
+    """
     sli = slo.sli
     by = _by(slo.slice.by)
+    if isinstance(sli, GaugeSLI) and same_evaluation and derives_from_units(slo):
+        return f"{sli.aggregate}{by} (\n  {series.recorded(series.UNIT_VALUE, slo)}\n)"
     if isinstance(sli, GaugeSLI):
         gauge = f"{sli.aggregate}{by} (\n  {_joined(f'({sli.expr})', slo.slice)}\n)"
         return _zero_while(gauge, sli.absent_as_zero_while, slo.slice) if sli.absent_as_zero_while else gauge
@@ -197,12 +283,64 @@ def value(slo: SLO) -> str:
     raise TypeError(f"{type(sli).__name__} is not a gauge")  # pragma: no cover
 
 
-def raw_expressions(slo: SLO) -> dict[str, str]:
-    """Each recorded series computed from raw series, with its expression, in rule order."""
+def raw_expressions(slo: SLO, same_evaluation: bool = True) -> dict[str, str]:
+    """Each recorded series computed from raw series, with its expression, in rule order.
+
+    A fleet's per-unit value comes first: the slice's series that derive from it
+    (``derives_from_units``) read it in the same evaluation instead of the raw series.
+    ``same_evaluation=False`` gives every series its raw form (see ``total_and_bad``).
+    """
+    found: dict[str, str] = {}
+    if slo.fleet is not None:
+        found[series.UNIT_VALUE] = unit_value(slo.sli, slo.slice, slo.fleet.units)
     if not slo.counts_events:
-        return {series.VALUE: value(slo)}
-    total, bad = total_and_bad(slo)
-    return {series.TOTAL_5M: total, series.BAD_5M: bad}
+        return {**found, series.VALUE: value(slo, same_evaluation)}
+    parts = ratio_parts(slo) if same_evaluation else None
+    if parts is not None:
+        found[series.PARTS_5M] = parts_rate(slo, parts)
+    total, bad = total_and_bad(slo, same_evaluation)
+    return {**found, series.TOTAL_5M: total, series.BAD_5M: bad}
+
+
+# Aggregations of the units' values that give the slice's value exactly, whatever units there are.
+_ASSOCIATIVE = frozenset({"max", "min", "sum"})
+
+
+def derives_from_units(slo: SLO) -> bool:
+    """Whether the slice's first series are exactly an aggregation of the recorded per-unit value.
+
+    Then the group reads the raw series once, in the per-unit value, and the slice's series
+    aggregate it (same evaluation). A state counts its units (one state series per unit, the
+    fleet's judging unit); a gauge does when its aggregation is max, min or sum and the unit
+    form only keeps the unit labels through the outer aggregation of the same kind, or an
+    average whose expression already gives one series per unit (an aggregation by slice and
+    unit labels). Otherwise (an average over units of different sizes, a ratio of sums, a
+    ratio SLI, whose slice ratio is not a mean of its units') the raw series are read again.
+    """
+    fleet, sli = slo.fleet, slo.sli
+    if fleet is None:
+        return False
+    if isinstance(sli, StateSLI):
+        return True
+    if not isinstance(sli, GaugeSLI) or sli.absent_as_zero_while:
+        return False
+    try:
+        as_is, per_unit = keep_in_aggregations(sli.expr, ()), keep_in_aggregations(sli.expr, fleet.units)
+        outer = outer_aggregation(sli.expr)
+    except PromQLError:  # pragma: no cover - the reader already parsed it
+        return False
+    if sli.aggregate == "avg":
+        one_per_unit = outer is not None and set(outer[1]) <= {*slo.slice.by, *fleet.units}
+        return one_per_unit and as_is == per_unit
+    if sli.aggregate not in _ASSOCIATIVE:
+        return False
+    if as_is == per_unit:
+        return True
+    return (
+        outer is not None
+        and outer[0] == sli.aggregate
+        and keep_in_aggregations(outer[2], ()) == keep_in_aggregations(outer[2], fleet.units)
+    )
 
 
 def unit_value(sli: SLI, slice_: Slice, units: Sequence[str]) -> str:

@@ -30,6 +30,9 @@ BAD_1H = "slo:sli_bad:rate1h"
 PERIOD_EVENTS = "slo:sli_total:period_events"
 BUDGET_REMAINING = "slo:error_budget_remaining:ratio"
 VALUE = "slo:sli_value:gauge"
+# A ratio whose bad series are among its total's: the total's 5m rates by slice, the labels its bad
+# selectors match on and the total selector they come from, so the 5m total and bad read them once.
+PARTS_5M = "slo:sli_parts:rate5m"
 INFO = "slo_info"
 # A fleet's per-unit series (``SLO.fleet``): each unit's value, then per slice its units and those out of range.
 UNIT_VALUE = "slo:unit_value:gauge"

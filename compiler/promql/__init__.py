@@ -49,6 +49,7 @@ __all__ = [
     "is_valid_label_name",
     "is_valid_metric_name",
     "labels_lost",
+    "outer_aggregation",
     "parse_duration",
     "parse_expr",
     "parse_selector",
@@ -279,6 +280,8 @@ def _in_parser_dialect(text: str) -> str:
     if not any(name in text for name in (*RENAMED_IN_PROMETHEUS_3, *_PROMETHEUS_2_NAME)):
         return text
     return _TOKENS.sub(swap, text)
+
+
 def check_bounds(text: str) -> None:
     """Refuse spec PromQL over the length, nesting or term bound (``bounds``), before it is parsed."""
     problem = bounds.problem(text)
@@ -884,6 +887,19 @@ def keep_in_aggregations(text: str, labels: Sequence[str]) -> str:
     An aggregation without ``by`` or ``without`` still drops them (``labels_lost`` says so).
     """
     return _KeepingRenderer(labels).render(parse_expr(text))
+
+
+def outer_aggregation(text: str) -> tuple[str, tuple[str, ...], str] | None:
+    """``(op, labels, body)`` when ``text`` is one ``op by (labels) (body)`` (parentheses aside), else None.
+
+    None too for an aggregation with a parameter (``topk``, ``quantile``), ``without`` or no modifier.
+    """
+    node = _unwrap(parse_expr(text))
+    if not isinstance(node, pp.AggregateExpr) or node.param is not None or node.modifier is None:
+        return None
+    if node.modifier.type != pp.AggModifierType.By:
+        return None
+    return str(node.op), tuple(node.modifier.labels), render_expr(node.expr)
 
 
 def _same_float(a: float, b: float) -> bool:

@@ -425,7 +425,8 @@ def _check_budgets(documents: list[Document], slos: dict[str, SLO], project: Pro
                 if slo.series_budget
                 else document.key_position(("slice", "by")),
                 f"records about {found.series:,} series ({found.slices:,} slices x {found.series_per_slice} recorded "
-                f"series{f' + {found.unit_series:,} per-unit series' if found.unit_series else ''}) on the "
+                f"series{f' + {found.unit_series:,} per-unit series' if found.unit_series else ''}"
+                f"{f' + {found.parts_series:,} parts series' if found.parts_series else ''}) on the "
                 f"{profile.name}, over its budget of {found.budget:,}",
             )
 

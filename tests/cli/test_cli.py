@@ -49,8 +49,10 @@ def test_validate_valid_tree_exits_0(run_cli: RunCli, tmp_path: Path, spec_tree:
     code, stdout, stderr = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert (code, stderr) == (0, "")
     assert stdout.endswith("slo-compiler: 1 spec(s) valid\n")
-    # The series estimate: slice by cluster (1 on the default profile) x 5 recorded series + slo_info.
-    assert "  dns-errors " in stdout and "  total: 13 series in 1 spec(s)" in stdout
+    # The series estimate: slice by cluster (1 on the default profile) x 12 recorded series + slo_info,
+    # and the parts the total's rates are recorded by (6 rcode values): the bad series are among the total's.
+    assert "  dns-errors " in stdout and "  total: 19 series in 1 spec(s)" in stdout
+    assert "  total: 1 raw selector(s), 0 read more than once per evaluation" in stdout
 
 
 def test_explain_shows_rules_windows_series_and_routing(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
@@ -58,7 +60,7 @@ def test_explain_shows_rules_windows_series_and_routing(run_cli: RunCli, tmp_pat
     assert (code, stderr) == (0, "")
     assert "DnsErrorsErrorBudgetBurn: page, 1h/5m windows over 14.4x (error ratio over 1.44%), for 2m" in stdout
     assert "slo:sli_bad:rate5m:" in stdout
-    assert "estimated series: 13 (1 slices x 12 + slo_info), budget 2,000" in stdout
+    assert "estimated series: 19 (1 slices x 12 + 6 parts series + slo_info), budget 2,000" in stdout
     assert "severity=page -> platform-network-page (pagerduty)" in stdout
     assert run_cli(["explain", "nope", "--specs", "specs"], tmp_path)[0] == 2
 

@@ -224,6 +224,7 @@ def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, 
 
 GRAFANA_VARIABLE = re.compile(r"\$\{(?P<braced>\w+)(?::\w+)?\}|\$(?P<plain>\w+)")
 RECORDING_STAGES = (  # each rate tier is recorded from the one before it
+    {"slo:sli_parts:rate5m", "slo:unit_value:gauge"},  # what the 5m total, bad and value may aggregate
     {"slo_info", "slo:sli_total:rate5m", "slo:sli_bad:rate5m", "slo:sli_value:gauge"},
     {"slo:sli_total:rate30m", "slo:sli_bad:rate30m"},
     {"slo:sli_total:rate1h", "slo:sli_bad:rate1h"},

@@ -17,10 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from compiler.explain import group_reads, reads_report
+from compiler.explain import explain, group_reads, reads_report
 from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, queries, series
+from compiler.model.budget import estimate
 from compiler.model.links import rules_path
 from compiler.model.reads import raw_reads, repeated
+from compiler.plan import plan
 from compiler.promql import parse_duration, selector_reads
 from compiler.targets import render_all
 from tests.support import FIXTURE_SPECS, LIBRARY_SPECS, compile_tree
@@ -202,3 +204,164 @@ def test_selector_reads_give_the_range_each_selector_is_read_through() -> None:
         ("y", [], 300_000),
         ("z", [], 0),
     ]
+
+
+# -- rules at the read floor: per-unit values and a ratio's parts (issue 29 item 1) ------------------
+
+# One library spec of each shape whose slice series come from the recorded per-unit value.
+FROM_UNITS = {
+    "node-readiness": "a state: its units counted and summed",
+    "conntrack-exhaustion": "max of a max by slice",
+    "arp-neighbor-table": "max of a max over per-unit sums",
+    "kubelet-certificate-expiry": "min through a join",
+    "node-file-descriptors": "avg of one series per unit",
+    "infiniband-port-errors": "avg of one sum per unit",
+}
+# Shapes whose units do not give the slice's value exactly: they read the raw series again.
+NOT_FROM_UNITS = {
+    "node-clock-skew": "avg by slice: units of different sizes would weigh differently",
+    "client-request-errors": "a ratio of sums by slice is not the max of per-unit ratios",
+    "nic-error-budget": "a ratio SLI: the slice's events are not a mean of its units' ratios",
+}
+PARTS = ("apiserver-5xx", "apiserver-throttled-requests", "apiserver-terminated-requests", "apf-workload-shedding")
+
+
+def explain_spec(model: Model, files: dict[str, bytes], slo: SLO) -> str:
+    planned = plan(model)
+    return explain(planned.model, planned.of(slo), files)
+
+
+def _rules_reading_raw(files: dict[str, bytes], slo: SLO) -> set[str]:
+    return {rule for read in group_reads(files, slo) for rule in read.rules}
+
+
+def test_fleet_slice_series_aggregate_the_recorded_unit_value(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    derived = {slo.name for slo in model.slos if queries.derives_from_units(slo)}
+    assert set(FROM_UNITS) <= derived, sorted(derived)
+    assert not set(NOT_FROM_UNITS) & derived
+    for slo in model.slos:
+        if slo.name not in derived:
+            continue
+        # Only the per-unit value reads raw series (and the conditions, which read their own).
+        assert _rules_reading_raw(files, slo) - {series.CONDITION_HOLDS} == {series.UNIT_VALUE}, slo.name
+        unit = queries.raw_expressions(slo)[series.UNIT_VALUE]
+        alone = {read.selector: read.times for read in raw_reads([("unit", unit)], set())}
+        own = [read for read in group_reads(files, slo) if set(read.rules) != {series.CONDITION_HOLDS}]
+        assert {read.selector: read.times for read in own} == alone, slo.name
+    readiness = next(slo for slo in model.slos if slo.name == "node-readiness")
+    assert [read.times for read in group_reads(files, readiness)] == [1, 1, 1, 1]
+
+
+def test_ratio_parts_read_the_total_once(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    with_parts = {slo.name for slo in model.slos if queries.ratio_parts(slo) is not None}
+    assert set(PARTS) <= with_parts, sorted(with_parts)
+    for slo in model.slos:
+        if slo.name not in with_parts:
+            continue
+        assert isinstance(slo.sli, RatioSLI)
+        reads = group_reads(files, slo)
+        assert [read.times for read in reads] == [1] * len(reads), (slo.name, [read.text() for read in reads])
+        assert {read.rules for read in reads} == {(series.PARTS_5M,)}, slo.name
+        assert len(reads) == len(slo.sli.total), slo.name  # the bad selectors are not read on their own
+    five = next(slo for slo in model.slos if slo.name == "apiserver-5xx")
+    assert [read.selector for read in group_reads(files, five)] == [
+        'apiserver_request_total{verb!~"WATCH|CONNECT",job="apiserver"}'
+    ]
+
+
+def test_parts_count_in_the_series_budget(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, _ = library
+    five = next(slo for slo in model.slos if slo.name == "apiserver-5xx")
+    found = estimate(five, model.project.cluster_profile)
+    slices = found.slices
+    assert found.parts_series == slices * 12  # by cluster and code (12 values on the profile)
+    assert found.series == slices * found.series_per_slice + found.parts_series + 1
+
+
+@pytest.mark.parametrize("spec", sorted(NOT_FROM_UNITS))
+def test_explain_says_when_the_slice_reads_the_raw_series_again(
+    library: tuple[Model, dict[str, bytes]], spec: str
+) -> None:
+    model, files = library
+    slo = next(slo for slo in model.slos if slo.name == spec)
+    text = explain_spec(model, files, slo)
+    assert "read the raw series again" in text
+    assert f"aggregate {series.UNIT_VALUE}" not in text
+
+
+def test_explain_shows_the_reads_of_a_spec_at_the_floor(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    slo = next(slo for slo in model.slos if slo.name == "node-readiness")
+    text = explain_spec(model, files, slo)
+    reads = text.split("raw series read per evaluation", 1)[1].split("\n\n", 1)[0]
+    assert "2x" not in reads and "3x" not in reads
+    assert "1x (5m; slo:unit_value:gauge): kube_node_status_condition{" in reads
+    assert "slo:sli_total:rate5m, slo:sli_bad:rate5m aggregate slo:unit_value:gauge in the same evaluation" in reads
+
+
+def test_vmalert_reads_the_raw_series_for_derived_series(library: tuple[Model, dict[str, bytes]]) -> None:
+    """vmalert sees recorded series a delivery late: nothing there aggregates the per-unit value or the parts."""
+    model, files = library
+    for slo in model.slos:
+        if not (queries.derives_from_units(slo) or queries.ratio_parts(slo)):
+            continue
+        rules = yaml.safe_load(files[f"vmalert/{slo.name}.rules.yaml"])["groups"][0]["rules"]
+        raw = queries.raw_expressions(slo, same_evaluation=False)
+        assert series.PARTS_5M not in {rule.get("record") for rule in rules}, slo.name
+        for rule in rules:
+            if rule.get("record") in raw and rule["record"] != series.UNIT_VALUE:
+                assert rule["expr"] == raw[rule["record"]], slo.name
+                assert series.UNIT_VALUE not in rule["expr"] and series.PARTS_5M not in rule["expr"], slo.name
+
+
+def _derived_comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> dict[str, Any]:
+    """The spec's first recorded series, their raw forms next to them, and an alert wherever one differs."""
+    document = yaml.safe_load(rules_file)
+    group = document["groups"][0]
+    ours, raw = queries.raw_expressions(slo), queries.raw_expressions(slo, same_evaluation=False)
+    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in ours]
+    for index, name in enumerate(name for name in raw if raw[name] != ours.get(name)):
+        new, old = series.recorded(name, slo), f'test:raw_{index}{{slo="{slo.name}"}}'
+        group["rules"] += [
+            {"record": f"test:raw_{index}", "expr": raw[name], "labels": {"slo": slo.name}},
+            {
+                "alert": DIFFERS,
+                "expr": f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\n"
+                f"or ({new} unless {old})\nor ({old} unless {new})",
+            },
+        ]
+    return dict(document)
+
+
+def _promtool_compare_derived(
+    tmp_path: Path, slo: SLO, files: dict[str, bytes], scale: str = ""
+) -> subprocess.CompletedProcess[str]:
+    rules = tmp_path / f"{slo.name}.rules.yaml"
+    rules.write_text(yaml.safe_dump(_derived_comparison_rules(slo, files[rules_path(slo)], scale)), encoding="utf-8")
+    tests = tmp_path / f"{slo.name}.test.yaml"
+    tests.write_text(yaml.safe_dump(_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
+    return subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("spec", [*sorted(FROM_UNITS), *PARTS, "cluster-dns-servfail", "etcd-grpc-failures"])
+def test_derived_series_equal_their_raw_forms_in_promtool(
+    tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
+) -> None:
+    """Every evaluation of every generated case: the series from the per-unit value or the parts equal the raw ones."""
+    model, files = library
+    slo = next(slo for slo in model.slos if slo.name == spec)
+    result = _promtool_compare_derived(tmp_path, slo, files)
+    assert result.returncode == 0, (slo.name, result.stdout[-3000:], result.stderr[-3000:])
+
+
+@pytest.mark.parametrize("spec", ["node-readiness", "apiserver-5xx", "node-file-descriptors"])
+def test_the_derived_comparison_fails_when_the_values_differ(
+    tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
+) -> None:
+    model, files = library
+    slo = next(slo for slo in model.slos if slo.name == spec)
+    result = _promtool_compare_derived(tmp_path, slo, files, scale=" * 1.01 + 0.001")
+    assert result.returncode != 0
+    assert DIFFERS in result.stdout + result.stderr

@@ -146,7 +146,7 @@ def test_an_inlined_absent_gets_back_its_selectors_labels() -> None:
         ("nic-error-budget", {series.UNIT_VALUE, series.FLEET_UNITS, series.FLEET_UNITS_OUT}),
         ("node-readiness", {series.UNIT_VALUE, series.FLEET_UNITS, series.FLEET_UNITS_OUT}),
         ("kubelet-pleg-health", {series.VALUE}),
-        ("apiserver-5xx", {series.TOTAL_5M, series.BAD_5M}),  # no windows read them
+        ("apiserver-5xx", {series.PARTS_5M, series.TOTAL_5M, series.BAD_5M}),  # no windows read them
     ],
 )
 def test_only_rules_read_at_an_instant_may_be_inlined(spec: str, inlined: set[str]) -> None:

@@ -45,13 +45,9 @@ def recording_rules(slo: SLO) -> list[dict[str, Any]]:
         info_labels[lbl.OBJECTIVE] = go_float(slo.objective.target)
         info_labels[lbl.PERIOD] = format_duration(slo.objective.period_ms)
     rules: list[dict[str, Any]] = [{"record": series.INFO, "expr": "vector(1)", "labels": info_labels}]
-    if not slo.counts_events:
-        rules.append(_record(series.VALUE, queries.value(slo), slo))
-        return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo), *condition_rules(slo)]
-    total, bad = queries.total_and_bad(slo)
-    rules.append(_record(series.TOTAL_5M, total, slo))
-    rules.append(_record(series.BAD_5M, bad, slo))
-    if slo.objective is None:
+    # A fleet's per-unit value first: the slice's series may aggregate it in the same evaluation.
+    rules += [_record(name, expr, slo) for name, expr in queries.raw_expressions(slo).items()]
+    if not slo.counts_events or slo.objective is None:
         return [*rules, *_baseline_rules(slo), *fleet_recording_rules(slo), *condition_rules(slo)]
     for tier in series.recorded_tiers(slo):
         bad_name, total_name = series.rate_names(tier)
@@ -87,8 +83,9 @@ def condition_rules(slo: SLO) -> list[dict[str, Any]]:
 
 
 def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
-    """A fleet's series: each unit's value, then per slice the units that report and those out of range.
+    """A fleet's per-slice series: the units that report and those out of range.
 
+    Each unit's value is recorded first, with the raw SLI series (``queries.raw_expressions``).
     The page reads the two per-slice counts, so it costs one comparison per slice however many
     units there are; the per-unit tickets read the per-unit value.
     """
@@ -96,7 +93,6 @@ def fleet_recording_rules(slo: SLO) -> list[dict[str, Any]]:
         return []
     units, out = queries.fleet_counts(slo)
     return [
-        _record(series.UNIT_VALUE, queries.unit_value(slo.sli, slo.slice, slo.fleet.units), slo),
         _record(series.FLEET_UNITS, units, slo),
         _record(series.FLEET_UNITS_OUT, out, slo),
     ]

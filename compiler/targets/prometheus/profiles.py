@@ -7,8 +7,8 @@ its own files and only the fields it accepts:
 - prometheus-operator: one ``PrometheusRule`` per spec, labelled for the ``ruleSelector``;
 - Thanos Ruler: rule files with ``partial_response_strategy``;
 - Mimir/Cortex: one ruler namespace per team (mimirtool format), under the tenant;
-- vmalert 1.79: rule files without ``keep_firing_for``, which that version rejects, and the bad
-  rate read from raw series (``_raw_bad_rate``).
+- vmalert 1.79: rule files without ``keep_firing_for``, which that version rejects, and the series
+  computed from raw series read from them again (``_raw_reads``).
 
 The plain Prometheus files stay the reference: the promtool tests run against them.
 """
@@ -67,26 +67,26 @@ def thanos(model: Model, spec: SpecPlan) -> str:
     return _header("Thanos Ruler", _source(spec.slo)) + dump({"groups": [group]})
 
 
-def _raw_bad_rate(slo: SLO, rules: list[dict[str, Any]]) -> None:
-    """Give the 5m bad rate its raw-series form, in place.
+def _raw_reads(slo: SLO, rules: list[dict[str, Any]]) -> None:
+    """Give the series computed from raw series their raw-series form, in place.
 
     vmalert sees a recorded series only once remote write has delivered it, one delivery after
     the rule that records it: a bad rate computed from the recorded 5m total (as on Prometheus,
     where a later rule of the group sees an earlier one's result at the same timestamp) would
-    subtract this evaluation's good events from the previous evaluation's total. So on vmalert
-    the bad rate reads its raw series again, at the cost of reading them twice.
+    subtract this evaluation's good events from the previous evaluation's total, and a slice's
+    series aggregated from the recorded per-unit value would lag it. So on vmalert these read
+    their raw series again, at the cost of reading them twice.
     """
-    if not slo.counts_events:
-        return
-    bad = queries.total_and_bad(slo, same_evaluation=False)[1]
+    raw = queries.raw_expressions(slo, same_evaluation=False)
+    rules[:] = [rule for rule in rules if rule.get("record") != series.PARTS_5M]  # nothing reads them there
     for rule in rules:
-        if rule.get("record") == series.BAD_5M:
-            rule["expr"] = bad
+        if rule.get("record") in raw:
+            rule["expr"] = raw[rule["record"]]
 
 
 def vmalert(model: Model, spec: SpecPlan) -> str:
     group = copy.deepcopy(rule_group(model, spec))
-    _raw_bad_rate(spec.slo, group["rules"])
+    _raw_reads(spec.slo, group["rules"])
     dropped = False
     for rule in group["rules"]:
         dropped |= rule.pop("keep_firing_for", None) is not None

@@ -160,7 +160,9 @@ def paste_queries(slo: SLO) -> dict[str, list[Query]]:
     else:
         sli.append(Query("Value per slice (recorded):", value))
     for record, expr in queries.raw_expressions(slo).items():
-        sli.append(Query(f"Raw expression recorded as {code(record)}:", expr))
+        reads_raw = any(not (name or "").startswith("slo:") for name, _ in analyse(expr).selectors)
+        what = "Raw expression recorded as {}:" if reads_raw else "Recorded as {}, from the series recorded above it:"
+        sli.append(Query(what.format(code(record)), expr))
     sections: dict[str, list[Query]] = {"SLI per slice": sli}
     if slo.objective is not None:
         budget = go_float(clean_number(slo.objective.budget))
