@@ -70,9 +70,7 @@ def measure(text: str) -> tuple[int, int]:
         elif kind == "close":
             depth = max(0, depth - 1)
             braces = max(0, braces - (match.group() == "}"))
-        elif not braces and (
-            kind == "operator" or (kind == "word" and match.group().lower() in _WORD_OPERATORS)
-        ):
+        elif not braces and (kind == "operator" or (kind == "word" and match.group().lower() in _WORD_OPERATORS)):
             operators += 1
     return deepest, operators + 1
 
@@ -99,4 +97,3 @@ def problem(text: str, limits: Limits = SPEC) -> str | None:
 # SPEC fit Python's default of 1,000 frames; those at BACKSTOP (derived text) need about 5,000,
 # so the command line allows this many (Python frames live on the heap, not the C stack).
 RECURSION_LIMIT = 10_000
-

@@ -214,9 +214,7 @@ def read_alert_names(
                 f"its alerts are {', '.join(kinds) or 'none'}",
                 at_key=True,
             )
-    table = alert_name_table(
-        prefix, objective is not None, normal, critical, no_data.enabled, given, vanished=vanished
-    )
+    table = alert_name_table(prefix, objective is not None, normal, critical, no_data.enabled, given, vanished=vanished)
     seen: dict[str, AlertKey] = {}
     for key, name in table.items():
         if name in seen:

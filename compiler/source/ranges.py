@@ -34,8 +34,6 @@ MAX_OFFSET_MS = 7 * DAY  # longest relative.offset: the same time last week
 MAX_SHOWN_SECONDS = 1e15
 
 
-
-
 def check_wait_limits(r: SpecReader) -> None:
     """Every ``for`` and ``keep_firing_for`` is at most a day: the generated tests simulate each
     minute of the wait (a 100y ``for`` would exhaust memory), and a day-long wait is a report."""
@@ -121,9 +119,7 @@ def relative_hold(r: SpecReader, section: str, offset_ms: int, given: bool = Tru
     return hold
 
 
-def read_relative(
-    r: SpecReader, section: str, rel: SLORangeRelative, band_for_ms: int, shows_ms: int = 0
-) -> Relative:
+def read_relative(r: SpecReader, section: str, rel: SLORangeRelative, band_for_ms: int, shows_ms: int = 0) -> Relative:
     offset = relative_offset(r, section, band_for_ms, shows_ms)
     return Relative(
         offset,
@@ -235,9 +231,7 @@ def read_no_data(r: SpecReader) -> NoData:
             "no_data.for must be positive (default 15m): with 0s the no-data alert fires whenever the "
             "recorded series is briefly absent, such as before the first rate after every restart",
         )
-    return NoData(
-        enabled=enabled, for_ms=for_ms, severity=raw.get("severity", "ticket"), vanished=read_vanished(r)
-    )
+    return NoData(enabled=enabled, for_ms=for_ms, severity=raw.get("severity", "ticket"), vanished=read_vanished(r))
 
 
 def check_range_numbers(r: SpecReader, section: BandSection, raw: SLORange) -> None:

@@ -94,7 +94,8 @@ def template_source() -> bytes:
 
 # The templates print every label an alert carries but these as its slice.
 _NOT_SLICE = (
-    "^(alertname|severity|team|slo|family|slo_compiler|shadow|automation|long_window|short_window|burn_factor|assumption)$"
+    "^(alertname|severity|team|slo|family|slo_compiler|shadow|automation"
+    "|long_window|short_window|burn_factor|assumption)$"
 )
 
 

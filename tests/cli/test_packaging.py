@@ -171,7 +171,9 @@ def test_schemas_upgrades_its_own_copies_and_leaves_other_files_alone(run_cli: R
         "slo-compiler: vendored/owners.schema.json exists and is not slo-compiler's schema; not overwritten",
         "slo-compiler: nothing written; choose another --out or move those files away",
     ]
-    assert (vendored / "owners.schema.json").read_text(encoding="utf-8") == '{"$id": "https://example.com/owners.json"}\n'
+    assert (vendored / "owners.schema.json").read_text(
+        encoding="utf-8"
+    ) == '{"$id": "https://example.com/owners.json"}\n'
     assert not (vendored / "project.schema.json").exists()
 
 

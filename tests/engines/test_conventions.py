@@ -492,7 +492,7 @@ QUEUE = "web/queue.yaml"
 def test_a_spec_cannot_override_the_compilers_labels(
     label: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    edited = f'labels: {{{label}: x, component: web}}'
+    edited = f"labels: {{{label}: x, component: web}}"
     found = only(problems(tmp_path, {ERRORS: ('labels: {tier: "1", component: web}', edited)}, monkeypatch))
     text = ERRORS_SPEC.replace('labels: {tier: "1", component: web}', edited)
     where = at(ERRORS, text, edited, len("labels: {"))
@@ -535,7 +535,7 @@ def test_a_label_value_cannot_be_a_template(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_an_extra_label_cannot_be_a_slice_label(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    edited = 'labels: {cluster: prod, component: web}'
+    edited = "labels: {cluster: prod, component: web}"
     found = only(problems(tmp_path, {ERRORS: ('labels: {tier: "1", component: web}', edited)}, monkeypatch))
     text = ERRORS_SPEC.replace('labels: {tier: "1", component: web}', edited)
     assert found.startswith(f"{at(ERRORS, text, 'cluster: prod')}: 'cluster' is a slice label of this spec")

@@ -160,7 +160,7 @@ def test_label_value_with_a_closing_brace_keeps_broken_expectations(run_cli: Run
         gauge = GAUGE_WITH_A_SCENARIO.format(max=bound)
         text = spec.read_text(encoding="utf-8").replace(RATIO_SLI_AND_OBJECTIVE, gauge)
         spec.write_text(
-            text.replace("selector: '{job=\"kube-dns\"}'", "selector: '{job=\"kube-dns\", cluster=~\"a}b|c}d\"}'"),
+            text.replace("selector: '{job=\"kube-dns\"}'", 'selector: \'{job="kube-dns", cluster=~"a}b|c}d"}\''),
             encoding="utf-8",
         )
     code, out, err = run_cli(["diff", "--specs", "head/specs", "--base-dir", "base/specs"], tmp_path)

@@ -247,6 +247,7 @@ NOT_IMPORTED = {
     "plugin-k8s-getting-started.yml": "SLI plugin getting_started_availability is Go code",
 }
 
+
 def _examples() -> list[Path]:
     return sorted(p for p in (SLOTH / "examples").glob("*.y*ml"))
 

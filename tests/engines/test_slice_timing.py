@@ -120,8 +120,11 @@ def test_a_whole_spec_absence_is_the_no_data_alerts_job(tmp_path: Path) -> None:
     series = [*_pool("gpu-a", 20, _until(STOP_MIN)), *_pool("gpu-b", CALM_NODES, _until(STOP_MIN))]
     checks = [
         _none(VANISHED, f"{END_MIN}m", f"{END_MIN}m"),
-        {"expr": f'count(ALERTS{{alertname="{NO_DATA}",alertstate="firing"}})', "eval_time": f"{STOP_MIN + 21}m",
-         "exp_samples": [{"labels": "{}", "value": 1}]},
+        {
+            "expr": f'count(ALERTS{{alertname="{NO_DATA}",alertstate="firing"}})',
+            "eval_time": f"{STOP_MIN + 21}m",
+            "exp_samples": [{"labels": "{}", "value": 1}],
+        },
     ]
     _promtool_test(tmp_path, "node-readiness", series, checks)
 
@@ -236,9 +239,7 @@ def test_a_hold_shorter_than_twice_the_offset_is_refused(
     assert message.startswith(f"relative.hold {shown} must be whole minutes and at least twice the offset (2h)")
 
 
-def test_a_relative_bound_without_a_floor_ignores_a_flat_zero(
-    run_cli: RunCli, tmp_path: Path, slo_file: Path
-) -> None:
+def test_a_relative_bound_without_a_floor_ignores_a_flat_zero(run_cli: RunCli, tmp_path: Path, slo_file: Path) -> None:
     """Crossed at equality, 0 >= 3 x 0 would hold: the generated calm case (error ratio 0) proves it does not fire."""
     band = "normal_range:\n  relative: {offset: 1h, max_factor: 3, min_factor: 0.5}\n"
     edit(slo_file, "persistence:\n", band + "persistence:\n")

@@ -546,8 +546,7 @@ def test_prometheus_2_function_names_round_trip() -> None:
     text = 'holt_winters(x{a="holt_winters(y[5m], 1, 1)"}[5m], 0.5, 0.5) + holt_winters{holt_winters="1"}'
     rendered = inject_matchers(text, [Matcher("job", "=", "j")])
     assert rendered == (
-        'holt_winters(x{a="holt_winters(y[5m], 1, 1)",job="j"}[5m], 0.5, 0.5) '
-        '+ holt_winters{holt_winters="1",job="j"}'
+        'holt_winters(x{a="holt_winters(y[5m], 1, 1)",job="j"}[5m], 0.5, 0.5) + holt_winters{holt_winters="1",job="j"}'
     )
     assert analyse(text).functions == ("holt_winters",)
     with pytest.raises(PromQLError, match=r"Prometheus 3's name; Prometheus 2\.42.*holt_winters"):

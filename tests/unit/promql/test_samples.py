@@ -31,7 +31,7 @@ def test_special_values_and_nil() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ['{a="x"', '{a="x} 1', "{a=x} 1", '{a="x"} one', '{a="x"}1', '{} 1 {} 2', r'{a="\q"} 1', r'{a="\x4"} 1', ""],
+    ['{a="x"', '{a="x} 1', "{a=x} 1", '{a="x"} one', '{a="x"}1', "{} 1 {} 2", r'{a="\q"} 1', r'{a="\x4"} 1', ""],
 )
 def test_anything_else_is_an_error_not_a_partial_answer(text: str) -> None:
     with pytest.raises(SampleSyntaxError):

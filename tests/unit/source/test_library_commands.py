@@ -119,7 +119,7 @@ def test_library_mitigations_hold_no_known_unsafe_command(library: tuple[SLO, ..
     [
         "kubectl -n kube-system annotate deployment cluster-autoscaler scale-down-disabled=true",
         "Raise shares (kubectl edit prioritylevelconfiguration workload-high).",
-        "kubectl patch daemonset x --type=merge -p '{\"spec\":{\"updateStrategy\":{\"type\":\"OnDelete\"}}}'",
+        'kubectl patch daemonset x --type=merge -p \'{"spec":{"updateStrategy":{"type":"OnDelete"}}}\'',
         "kubectl get --raw /debug/api_priority_and_fairness/dump_requests (UserName column)",
         "If the leader is wedged, delete the leader pod so a standby takes over.",
         "ethtool -G eth0 rx 4096 tx 4096 to test",

@@ -173,7 +173,7 @@ def test_duplicate_name_is_reported_for_a_spec_with_a_schema_error(tmp_path: Pat
     assert problems == [
         "specs/network/pod-scheduling.yaml:3:7: duplicate spec name 'dns-errors' (first defined at "
         "specs/network/dns-errors.yaml:3:7)",
-        'specs/network/pod-scheduling.yaml:15:11: objective.period is not a Prometheus duration (write e.g. 30s, '
+        "specs/network/pod-scheduling.yaml:15:11: objective.period is not a Prometheus duration (write e.g. 30s, "
         '5m, 1h30m, 30d): "30days"',
     ]
 
@@ -188,6 +188,6 @@ def test_explaining_a_spec_with_problems_is_not_an_unknown_spec(tmp_path: Path, 
     code, problems = validate(tree(tmp_path, **{"pod-scheduling": on_an_edge}))
     assert code == 1
     assert problems == [
-        'specs/network/pod-scheduling.yaml:15:11: objective.period is not a Prometheus duration (write e.g. 30s, '
+        "specs/network/pod-scheduling.yaml:15:11: objective.period is not a Prometheus duration (write e.g. 30s, "
         '5m, 1h30m, 30d): "30days"'
     ]

@@ -55,8 +55,10 @@ def slice_deleted(ctx: SpecContext, rule: AlertRule) -> Group:
     group = Group(
         f"{rule.name}: slice a stops reporting at {duration_text(stop)} while slice b reports: it fires for "
         f"slice a after {duration_text(wait)} and resolves once its last sample is {duration_text(window)} old",
-        {"a": Timeline.constant(calm, stop - STEP_MIN).then(None, resolved - stop + 1),
-         "b": Timeline.constant(calm, resolved)},
+        {
+            "a": Timeline.constant(calm, stop - STEP_MIN).then(None, resolved - stop + 1),
+            "b": Timeline.constant(calm, resolved),
+        },
         ctx.inputs,
     )
     nothing_until(group, stop, {"alertname": rule.name})

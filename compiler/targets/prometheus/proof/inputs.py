@@ -751,6 +751,7 @@ class Inputs:
         self.drive = Drive(0, None, (), 1.0, 0.0, math.inf)
         return [_Template(labels, False, _scaled(1.0), 0, clock=True), *self._info_series(slice_name, 0)]
 
+
 @dataclass(frozen=True)
 class Drive:
     """Inputs as functions of the wanted value ``v``: ``driver`` at ``v * scale``, ``partner`` (a share's

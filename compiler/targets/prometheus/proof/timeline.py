@@ -40,9 +40,7 @@ class Timeline:
     values: tuple[float | None, ...]
     rates: tuple[float, ...]
     # The runs of ``runs``, when the constructor knows them (constant and then do): not compared.
-    known_runs: tuple[tuple[int, int, float | None, float], ...] | None = field(
-        default=None, compare=False, repr=False
-    )
+    known_runs: tuple[tuple[int, int, float | None, float], ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def minutes(self) -> int:
