@@ -67,6 +67,7 @@ _WHY: tuple[tuple[frozenset[str], str], ...] = (
     (INFO_LABELS, "the compiler sets it on slo_info"),
     (ROUTING_LABELS, "Alertmanager routes and inhibits on it"),
     (PROMETHEUS_LABELS, "Prometheus itself uses it"),
+    (frozenset({PART}), "the compiler sets it on a ratio's recorded parts"),
 )
 
 RESERVED_LABELS: frozenset[str] = RECORDED_LABELS.union(*(names for names, _ in _WHY))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests import servers
-from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
+from tests.conftest import PROJECT_YAML, RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
 
 SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
 
@@ -130,6 +130,7 @@ def test_alertmanager_repeat_interval_over_retention_is_refused(run_cli: RunCli,
     code, out, err = run_cli(["validate", "--specs", "specs"], tmp_path)
     assert (code, out) == (1, ""), err
     assert err.startswith(
-        "specs/project.yaml:10:66: repeat_interval 168h is longer than the 120h limit, the time Alertmanager keeps "
+        f"specs/project.yaml:{len(PROJECT_YAML.splitlines()) + 3}:66: repeat_interval 168h is longer than the 120h "
+        "limit, the time Alertmanager keeps "
         "its notification log (--data.retention default)"
     ), err

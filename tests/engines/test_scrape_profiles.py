@@ -66,6 +66,10 @@ objective:
 """
 
 
+# The first line set_profile appends is this line of project.yaml (the shared project's length may change).
+APPENDED = len(PROJECT_YAML.splitlines()) + 1
+
+
 def set_profile(spec_tree: Path, profile: str) -> None:
     (spec_tree / "project.yaml").write_text(PROJECT_YAML + profile, encoding="utf-8")
 
@@ -213,7 +217,7 @@ def test_component_without_a_scrape_profile_is_an_error(run_cli: RunCli, tmp_pat
 
 def test_bad_component_selector_in_the_project_is_positioned(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
     set_profile(spec_tree, "scrape_profile:\n  stack: custom\n  components:\n    coredns: '{job=dns}'\n")
-    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:11:14")
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:{APPENDED + 3}:14")
     assert message.startswith("invalid selector for component 'coredns'")
 
 
@@ -222,7 +226,7 @@ def test_component_naming_a_metric_in_the_project_is_positioned(
 ) -> None:
     """'up{job="dns"}' would parse as a selector of the metric up; a component gives label matchers only."""
     set_profile(spec_tree, "scrape_profile:\n  stack: custom\n  components:\n    coredns: 'up{job=\"dns\"}'\n")
-    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:11:14")
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:{APPENDED + 3}:14")
     assert (
         message == "component 'coredns' must be label matchers in braces, not a metric; write e.g. '{job=\"coredns\"}'"
     )
@@ -230,7 +234,7 @@ def test_component_naming_a_metric_in_the_project_is_positioned(
 
 def test_unknown_stack_is_a_schema_error(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
     set_profile(spec_tree, "scrape_profile:\n  stack: kube-prom\n")
-    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:9:10")
+    message = message_at(validate(run_cli, tmp_path, problems=1), f"{PROJECT}:{APPENDED + 1}:10")
     assert "must be kube-prometheus-stack, kube-prometheus or custom" in message
 
 

@@ -27,9 +27,10 @@ _STATES: tuple[tuple[State, str], ...] = (("broken", "does not hold"), ("absent"
 def groups(ctx: SpecContext, found: Sequence[Group]) -> list[Group]:
     """The gating cases of every condition, after the cases ``found`` that show the pages firing."""
     pages = [rule for rule in ctx.rules if rule.spec.gated]
-    if not ctx.slo.page_conditions or not pages:
+    if not ctx.slo.page_conditions:
         return []
-    shown = _page_case(found, {rule.name for rule in pages})
+    # A spec without pages still raises its assumptions' tickets: those cases are made, the held-back ones not.
+    shown = _page_case(found, {rule.name for rule in pages}) if pages else None
     result = []
     for condition in ctx.slo.page_conditions:
         for state, words in _STATES:
