@@ -469,11 +469,13 @@ def _children(node: pp.Expr) -> list[pp.Expr]:
     return []
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def calls_time(text: str) -> bool:
-    """Whether the expression reads ``time()``."""
+    """Whether the expression reads ``time()`` (asked once per evaluation when test inputs are solved)."""
     return any(isinstance(node, pp.Call) and node.func.name == "time" for node in _iter_nodes(_parse_cached(text)))
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE)
 def number_literals(text: str) -> tuple[float, ...]:
     """The finite numbers an expression states, in source order, each once (``x > 16`` -> ``(16.0,)``)."""
     found = [

@@ -19,6 +19,7 @@ When no input can be derived the spec is reported: every alert must be provable.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -675,47 +676,12 @@ class Inputs:
         self, expr: str, labels: list[dict[str, str]], counters: list[bool]
     ) -> Callable[[Sequence[float]], float | None]:
         """The expression's steady-state value for given input values (None unless one series)."""
-
-        def at(series: list[minieval.Series], now: float | None) -> float | None:
-            try:
-                result = minieval.evaluate(expr, series, now=now)
-            except minieval.Unsupported as exc:
-                raise InputError(
-                    f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
-                    "for their inputs, so write it without that construct (or record that part in its own "
-                    f"rule and read the recorded series){_staleness_hint(expr)}"
-                ) from exc
-            if isinstance(result, float):
-                return result
-            if len(result) != 1:
-                return None
-            return result[0][1]
-
-        def value_of(values: Sequence[float]) -> float | None:
-            series = [
-                minieval.Series(lab, val, counter) for lab, val, counter in zip(labels, values, counters, strict=True)
-            ]
-            if not promql.calls_time(expr):
-                return at(series, None)
-            # time() is 0 at the first evaluation; inputs whose value moves with the clock cannot be
-            # held constant, so only values that stay the same a long test later are usable.
-            first = at(series, 0.0)
-            return first if first == at(series, TIME_HORIZON_SECONDS) else None
-
-        return value_of
+        return _value_of(expr, labels, counters)
 
     def _solve(self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool) -> Drive:
-        """How to set the inputs so ``expr`` follows the wanted value: one input scaled (or, for a
-        share such as ``hits / (hits + misses)``, one input at the share and another at the rest),
-        the others held at 0, 1 or 2."""
-        value_of = self._value_of(expr, labels, counters)
-        extended = _held_values(expr)
-        for held in (HELD_INPUT_VALUES, extended) if extended != HELD_INPUT_VALUES else (HELD_INPUT_VALUES,):
-            for drive in _candidate_drives(len(labels), state, held):
-                fitted = drive.fit(value_of, state)
-                if fitted is not None:
-                    return fitted.within_counters(counters)
-        raise InputError(_underivable(expr, labels, state))
+        """How to set the inputs so ``expr`` follows the wanted value (``_solved``, asked once per distinct
+        expression, input series and kind: a fleet's units and a spec's cases share their calm slice)."""
+        return _solved(expr, tuple(tuple(series.items()) for series in labels), tuple(counters), state)
 
     def _driven(self, slice_name: str, expr: str, state: bool) -> list[_Template]:
         templates: list[_Template] = []
@@ -823,6 +789,57 @@ class Drive:
             return self
         low, high = (max(self.low, 0.0), self.high) if self.scale > 0 else (self.low, min(self.high, 0.0))
         return Drive(self.driver, self.partner, self.held, self.scale, low, high)
+
+
+def _value_of(
+    expr: str, labels: list[dict[str, str]], counters: list[bool]
+) -> Callable[[Sequence[float]], float | None]:
+    """The expression's steady-state value for given input values (None unless one series)."""
+
+    evaluate = minieval.bind(expr, labels, counters)
+
+    def at(values: Sequence[float], now: float | None) -> float | None:
+        try:
+            result = evaluate(values, now)
+        except minieval.Unsupported as exc:
+            raise InputError(
+                f"cannot derive test inputs: {exc}; the generated tests compute the expression's value "
+                "for their inputs, so write it without that construct (or record that part in its own "
+                f"rule and read the recorded series){_staleness_hint(expr)}"
+            ) from exc
+        if isinstance(result, float):
+            return result
+        if len(result) != 1:
+            return None
+        return result[0][1]
+
+    def value_of(values: Sequence[float]) -> float | None:
+        if not promql.calls_time(expr):
+            return at(values, None)
+        # time() is 0 at the first evaluation; inputs whose value moves with the clock cannot be
+        # held constant, so only values that stay the same a long test later are usable.
+        first = at(values, 0.0)
+        return first if first == at(values, TIME_HORIZON_SECONDS) else None
+
+    return value_of
+
+
+@functools.lru_cache(maxsize=4096)
+def _solved(
+    expr: str, series: tuple[tuple[tuple[str, str], ...], ...], counters: tuple[bool, ...], state: bool
+) -> Drive:
+    """How to set the inputs so ``expr`` follows the wanted value: one input scaled (or, for a
+    share such as ``hits / (hits + misses)``, one input at the share and another at the rest),
+    the others held at 0, 1 or 2."""
+    labels = [dict(items) for items in series]
+    value_of = _value_of(expr, labels, list(counters))
+    extended = _held_values(expr)
+    for held in (HELD_INPUT_VALUES, extended) if extended != HELD_INPUT_VALUES else (HELD_INPUT_VALUES,):
+        for drive in _candidate_drives(len(labels), state, held):
+            fitted = drive.fit(value_of, state)
+            if fitted is not None:
+                return fitted.within_counters(counters)
+    raise InputError(_underivable(expr, labels, state))
 
 
 def _first_minute(expr: str) -> int:
