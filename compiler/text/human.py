@@ -15,6 +15,7 @@ number beside any text made here.
 
 from __future__ import annotations
 
+import functools
 import math
 from decimal import Decimal
 
@@ -25,6 +26,10 @@ _MOST_DIGITS = 3
 _SMALLEST, _LARGEST = 1e-9, 1e18  # beyond these a number is written as Prometheus writes it
 _DAY, _HOUR, _MINUTE, _SECOND = 86_400_000, 3_600_000, 60_000, 1000
 _UNITS_MS = (("d", _DAY), ("h", _HOUR), ("m", _MINUTE), ("s", _SECOND))
+# ``decimal``, ``approx`` and ``duration`` are memoised: every runbook, dashboard and rule annotation writes
+# the same few windows, factors and thresholds, thousands of times in a big library. An int and a float
+# are told apart (``typed``); 0.0 and -0.0 share a key, and each of these writes both the same way.
+_CACHE_SIZE = 16_384
 
 
 def _plain(text: str) -> str:
@@ -46,6 +51,7 @@ def _absurd(value: float) -> bool:
     return not math.isfinite(value) or (value != 0 and not _SMALLEST <= abs(value) < _LARGEST)
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE, typed=True)
 def decimal(value: float) -> str:
     """A number exactly as written (binary noise rounded away), never in exponent notation:
     ``1209600`` -> ``1,209,600``, ``2e-05`` -> ``0.00002``."""
@@ -58,6 +64,7 @@ def decimal(value: float) -> str:
     return _plain(repr(clean_number(value)))
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE, typed=True)
 def approx(value: float) -> str:
     """The fewest significant digits (at most three) within 1% of ``value``; whole numbers of three
     or more digits stay whole: ``0.9333`` -> ``0.93``, ``14.4`` -> ``14.4``, ``1234.5`` -> ``1,235``."""
@@ -89,6 +96,7 @@ def percent(ratio: float) -> str:
     return f"{decimal(clean_number(ratio * 100))}%"
 
 
+@functools.lru_cache(maxsize=_CACHE_SIZE, typed=True)
 def duration(ms: int | float) -> str:
     """A duration for people: ``14d``, ``3d 6h``, ``56m 18s``, ``250ms``, ``0s``. Under a second it is
     written in (rounded) milliseconds; otherwise rounded to whole seconds."""

@@ -78,19 +78,12 @@ class Timeline:
 
     @cached_property
     def counter_events(self) -> EventSeries:
-        """``EventSeries.from_counters(self)``, computed once per timeline."""
-        return EventSeries.from_counters(self)
+        """``EventSeries.from_counters(self)``, computed once per distinct timeline (``_counter_events``)."""
+        return _counter_events(self)
 
     def state_events(self, units: int) -> EventSeries:
-        """``EventSeries.from_states(self, units)``, computed once per timeline and unit count."""
-        found = self._state_events.get(units)
-        if found is None:
-            found = self._state_events[units] = EventSeries.from_states(self, units)
-        return found
-
-    @cached_property
-    def _state_events(self) -> dict[int, EventSeries]:
-        return {}
+        """``EventSeries.from_states(self, units)``, computed once per distinct timeline and unit count."""
+        return _state_events(self, units)
 
     def until(self, minute: int) -> Timeline:
         """The timeline up to and including ``minute``."""
@@ -115,6 +108,18 @@ class Timeline:
             if not segment.gap:
                 previous = segment.value
         return Timeline(tuple(values), tuple(rates))
+
+
+# The cases of every spec with the same objective and policy build equal timelines (a timeline is
+# equal by its values and rates), and what the recorded series make of them is pure arithmetic on those.
+@functools.lru_cache(maxsize=1024)
+def _counter_events(timeline: Timeline) -> EventSeries:
+    return EventSeries.from_counters(timeline)
+
+
+@functools.lru_cache(maxsize=1024)
+def _state_events(timeline: Timeline, units: int) -> EventSeries:
+    return EventSeries.from_states(timeline, units)
 
 
 def _counter(increments: Sequence[float | None]) -> list[float | None]:
@@ -252,14 +257,34 @@ class EventSeries:
         Usually the ratio only falls once the errors stop, but a state SLI's blocks in a test's first
         minutes are not all full: as the minutes pass, the oldest block loses and regains weight, and
         the ratio can dip under the threshold and rise over it again (without ``for``, the alert resolves
-        and fires again). The alert is resolved for good only after the last minute it reads over.
+        and fires again). The alert is resolved for good only after the last minute it reads over, so the
+        minutes are read from the end back (``window_ratio`` inlined: a case asks this for every pair).
         """
+        key = (window_minutes, threshold, after)
+        if key not in self._cleared:
+            self._cleared[key] = self._clears_at(window_minutes, threshold, after)
+        return self._cleared[key]
+
+    def _clears_at(self, window_minutes: int, threshold: float, after: int) -> int | None:
+        bad, total = self.bad, self.total
+        bad_sums, total_sums = self._prefix
         last_over = after
-        for minute in range(after + 1, len(self.bad)):
-            ratio = self.window_ratio(window_minutes, minute)
-            if ratio is not None and ratio > threshold:
+        for minute in range(len(bad) - 1, after, -1):
+            if bad[minute] is None or total[minute] is None:
+                continue
+            back = minute - window_minutes
+            window_total = total_sums[minute] - (total_sums[back] if back >= 0 else 0.0)
+            if window_total == 0:
+                continue
+            if (bad_sums[minute] - (bad_sums[back] if back >= 0 else 0.0)) / window_total > threshold:
                 last_over = minute
-        return last_over + 1 if last_over + 1 < len(self.bad) else None
+                break
+        return last_over + 1 if last_over + 1 < len(bad) else None
+
+    @cached_property
+    def _cleared(self) -> dict[tuple[int, float, int], int | None]:
+        """``clears_at`` by its arguments: the series are shared between equal timelines."""
+        return {}
 
 
 def _blocks(samples: Sequence[float | None]) -> tuple[float | None, ...]:
