@@ -46,8 +46,10 @@ _TYPE_NAMES = {
 
 @cache
 def _validator(kind: str) -> Draft202012Validator:
+    """The kind's validator. The packaged schemas are checked against the metaschema by the tests
+    (``tests/unit/source/test_schemas.py``), not at every start: that check costs more than validating
+    a hundred specs."""
     schema = json.loads(SCHEMA_DIR.joinpath(f"{KINDS[kind]}.schema.json").read_text(encoding="utf-8"))
-    Draft202012Validator.check_schema(schema)
     return Draft202012Validator(schema)
 
 

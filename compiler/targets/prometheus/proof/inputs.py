@@ -821,7 +821,20 @@ def _value_of(
         first = at(values, 0.0)
         return first if first == at(values, TIME_HORIZON_SECONDS) else None
 
-    return value_of
+    known: dict[tuple[float, ...], float | None] = {}
+
+    def remembered(values: Sequence[float]) -> float | None:
+        """``value_of``, once per distinct input: the candidate drives of a solve share many (a third of the
+        library's evaluations were repeats). -0.0 is a key equal to 0.0 that an expression may read apart
+        (``1 / x``), so inputs holding it are evaluated each time."""
+        key = tuple(values)
+        if any(value == 0 and math.copysign(1.0, value) < 0 for value in key):
+            return value_of(key)
+        if key not in known:
+            known[key] = value_of(key)
+        return known[key]
+
+    return remembered
 
 
 @functools.lru_cache(maxsize=4096)
