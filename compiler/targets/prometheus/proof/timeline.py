@@ -324,8 +324,26 @@ def render_counter(increments: Sequence[float | None]) -> str:
     return render_counter_runs(runs_of(increments))
 
 
+Runs = tuple[tuple[float | None, int], ...]
+# The input series of many cases and specs hold the same runs (the calm slice, an outage at the same
+# rate), and a counter's text costs an addition per minute: texts are kept per distinct runs.
+_RUNS_CACHE_SIZE = 8192
+
+
+def _negative_zero(runs: Runs) -> bool:
+    """Whether a sample is -0.0: a key equal to 0.0 that is written apart (``-0``), so never looked up."""
+    return any(sample == 0 and math.copysign(1.0, sample) < 0 for sample, _ in runs if sample is not None)
+
+
 def render_counter_runs(runs: Sequence[tuple[float | None, int]]) -> str:
-    """``render_counter`` of increments given as (increment, minutes) runs, adjacent runs differing.
+    """``render_counter`` of increments given as (increment, minutes) runs, adjacent runs differing."""
+    key = tuple(runs)
+    return _counter_text.__wrapped__(key) if _negative_zero(key) else _counter_text(key)
+
+
+@functools.lru_cache(maxsize=_RUNS_CACHE_SIZE)
+def _counter_text(runs: Runs) -> str:
+    """``render_counter_runs`` proper.
 
     promtool expands ``a+bxn`` by repeated addition, so the running total here is kept the
     same way: a run that restarts from a rounded total would look like a counter reset.
@@ -368,6 +386,13 @@ def render_gauge(values: Sequence[float | None]) -> str:
 
 def render_gauge_runs(runs: Sequence[tuple[float | None, int]]) -> str:
     """``render_gauge`` of values given as (value, minutes) runs, adjacent runs differing."""
+    key = tuple(runs)
+    return _gauge_text.__wrapped__(key) if _negative_zero(key) else _gauge_text(key)
+
+
+@functools.lru_cache(maxsize=_RUNS_CACHE_SIZE)
+def _gauge_text(runs: Runs) -> str:
+    """``render_gauge_runs`` proper."""
     return " ".join(f"_x{count}" if value is None else _run(value, 0.0, count - 1) for value, count in runs)
 
 
