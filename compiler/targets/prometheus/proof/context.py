@@ -88,7 +88,11 @@ class SpecContext:
         return result
 
     def calm_value(self) -> float:
-        """A value inside every band and under every burn threshold."""
+        """A value inside every band and under every burn threshold (worked out once: most cases ask)."""
+        return self._calm_value
+
+    @cached_property
+    def _calm_value(self) -> float:
         uppers: list[float] = []
         lowers: list[float] = []
         if self.slo.objective is not None:
