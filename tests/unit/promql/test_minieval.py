@@ -7,7 +7,7 @@ import math
 import pytest
 
 from compiler.promql import PromQLError
-from compiler.promql.evaluate import Series, Unsupported, evaluate
+from compiler.promql.evaluate import Series, Unsupported, bind, evaluate
 
 Result = list[tuple[dict[str, str], float]]
 
@@ -409,3 +409,29 @@ def test_regex_selector_matching_is_anchored_and_supports_or_groups() -> None:
     series = [gauge("x", 1, code="500"), gauge("x", 2, code="1500"), gauge("x", 3, code="404")]
     assert vector('x{code=~"5.."}', series) == [({"__name__": "x", "code": "500"}, 1.0)]
     assert len(vector('x{code="404" or code="500"}', series)) == 2
+
+
+BOUND_EXPR = 'sum by (cluster) (rate(hits{job="a"}[5m])) / sum by (cluster) (rate(requests{job="a"}[5m])) * on () up'
+
+
+def test_bind_evaluates_as_evaluate_does_for_every_set_of_values() -> None:
+    """A bound expression keeps which series each selector picks; its results are evaluate's for each value."""
+    labels = [
+        {"__name__": "hits", "job": "a", "cluster": "x"},
+        {"__name__": "requests", "job": "a", "cluster": "x"},
+        {"__name__": "requests", "job": "b", "cluster": "x"},
+        {"__name__": "up"},
+    ]
+    counters = [True, True, True, False]
+    at = bind(BOUND_EXPR, labels, counters)
+    for values in ([1.0, 4.0, 9.0, 1.0], [3.0, 4.0, 0.0, 2.0], [0.0, 2.0, 5.0, 0.5], [1.0, 4.0, 9.0, 1.0]):
+        series = [Series(lab, value, counter) for lab, value, counter in zip(labels, values, counters, strict=True)]
+        assert at(values, None) == evaluate(BOUND_EXPR, series)
+    assert at([1.0, 4.0, 9.0, 1.0], None) == [({}, 0.25)]  # on () keeps no label
+
+
+def test_bind_refuses_duplicate_series_at_its_first_evaluation() -> None:
+    """Like evaluate, at the first evaluation, not when bound (a solve with no candidate never evaluates)."""
+    at = bind("up", [{"__name__": "up"}, {"__name__": "up"}], [False, False])
+    with pytest.raises(ValueError, match="duplicate input series"):
+        at([1.0, 1.0], None)
