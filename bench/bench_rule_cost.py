@@ -14,7 +14,10 @@ Rules that read only recorded series are reported apart: their subqueries over r
 Also prints the latency bad rate before (raw form, the count read three times) and after (the
 recorded 5m total) on the same data. Usage:
 
-    python bench/bench_rule_cost.py [--minutes 60]
+    python bench/bench_rule_cost.py [--minutes 60] [--all] [--rules SPEC ...]
+
+``--all`` lists every spec above its floor; ``--rules SPEC`` (repeatable) the samples each rule
+of SPEC reads, to see which rule reads a series again.
 """
 
 from __future__ import annotations
@@ -102,6 +105,7 @@ class Cost:
     latency_after: int = 0
     latency_specs: int = 0
     per_spec: dict[str, tuple[int, int]] = field(default_factory=dict)  # spec: (raw-rule samples, floor)
+    per_rule: dict[str, list[tuple[str, int, bool]]] = field(default_factory=dict)  # spec: (rule, samples, raw)
 
 
 def samples(client: Client, expr: str, at: float) -> tuple[int, list[dict[str, Any]]]:
@@ -133,6 +137,7 @@ def measure_spec(client: Client, slo: SLO, rules: list[dict[str, Any]], at: floa
         name, expr = str(rule.get("record") or rule.get("alert")), str(rule["expr"])
         read, _ = samples(client, expr, at)
         reads = raw_reads([(name, expr)], recorded)
+        cost.per_rule.setdefault(slo.name, []).append((name, read, bool(reads)))
         if reads:
             spec_raw += read
             spec_reads.append((name, expr))
@@ -183,6 +188,17 @@ def run(model: Model, files: dict[str, bytes], minutes: int) -> Cost:
     return cost
 
 
+def rules_report(cost: Cost, names: list[str]) -> str:
+    """Per rule of each named spec: the samples it read, and whether it reads raw series."""
+    lines = []
+    for name in names:
+        read, low = cost.per_spec.get(name, (0, 0))
+        lines.append(f"{name}: {read:,} / {low:,}")
+        for rule, samples_read, raw in cost.per_rule.get(name, []):
+            lines.append(f"  {samples_read:>6,} {'raw' if raw else 'recorded'} {rule}")
+    return "\n".join(lines)
+
+
 def report(cost: Cost, specs: int, everything: bool = False) -> str:
     """The figures, the latency fix before and after, and the specs furthest above their floor."""
     ratio = cost.raw_rules / cost.floor if cost.floor else float("nan")
@@ -206,6 +222,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--minutes", type=int, default=60, help="synthetic history before the measurement")
     parser.add_argument("--all", action="store_true", help="list every spec above its floor, not the 6 furthest")
+    parser.add_argument("--rules", action="append", default=[], metavar="SPEC", help="samples per rule of SPEC")
     args = parser.parse_args()
     model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
     assert model is not None and not diagnostics, diagnostics.render()
@@ -213,6 +230,8 @@ def main() -> None:
     began = time.monotonic()
     cost = run(model, files, args.minutes)
     print(report(cost, len(model.slos), args.all))
+    if args.rules:
+        print(rules_report(cost, args.rules))
     print(f"({time.monotonic() - began:.0f} s)")
 
 

@@ -141,10 +141,20 @@ def _unit_reads_lines(slo: SLO) -> list[str]:
     """Whether a fleet's slice series aggregate its recorded per-unit value or read the raw series again."""
     if slo.fleet is None:
         return []
-    unit = series.UNIT_VALUE
-    firsts = ", ".join(name for name in queries.raw_expressions(slo) if name != unit)
+    unit, parts = series.UNIT_VALUE, series.PARTS_5M
+    firsts = ", ".join(name for name in queries.raw_expressions(slo) if name not in (unit, parts))
     if queries.derives_from_units(slo):
         return [f"  {firsts} aggregate {unit} in the same evaluation (vmalert reads the raw series again)"]
+    if queries.unit_parts(slo) is not None:
+        return [
+            f"  {unit}, {firsts} sum {parts}, the counter's rates recorded once per unit, in the same evaluation "
+            "(vmalert reads the raw series again)"
+        ]
+    if queries.ratio_unit_parts(slo):
+        return [
+            f"  {unit}, {firsts} sum {parts}, the total and bad rates recorded once per unit, in the same "
+            "evaluation (vmalert reads the raw series again)"
+        ]
     return [
         f"  {firsts} read the raw series again: the units' values do not give the slice's exactly "
         "(an average over units of different sizes, a ratio)"

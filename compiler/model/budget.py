@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from compiler.model import SLO, ClusterProfile
 from compiler.model import labels as lbl
-from compiler.model.queries import ratio_parts
+from compiler.model.queries import ratio_unit_parts, total_parts, unit_parts
 from compiler.model.series import recorded_names, unit_names
 
 HIGH_CARDINALITY = lbl.HIGH_CARDINALITY
@@ -72,7 +72,7 @@ class Estimate:
     budget: int
     high_cardinality: tuple[str, ...]
     unit_series: int = 0  # a fleet's per-unit series, counted in ``series``
-    parts_series: int = 0  # a ratio's recorded parts (``queries.ratio_parts``), counted in ``series``
+    parts_series: int = 0  # recorded parts (``queries.ratio_parts``, ``queries.unit_parts``), counted in ``series``
 
     @property
     def over(self) -> bool:
@@ -84,7 +84,7 @@ def estimate(slo: SLO, profile: ClusterProfile) -> Estimate:
     slices = math.prod(declared.get(label) or label_cardinality(profile, label) for label in slo.slice.by)
     per_slice = len(recorded_names(slo))
     units = unit_series(slo, profile)
-    parts = slices * parts_per_slice(slo, profile)
+    parts = slices * parts_per_slice(slo, profile) + unit_parts_series(slo, units)
     unit_labels = slo.fleet.units if slo.fleet is not None else ()
     return Estimate(
         slo=slo.name,
@@ -102,14 +102,29 @@ def estimate(slo: SLO, profile: ClusterProfile) -> Estimate:
 
 
 def parts_per_slice(slo: SLO, profile: ClusterProfile) -> int:
-    """A ratio's recorded parts per slice: each value of the labels its bad selectors pick on, per total selector."""
-    parts = ratio_parts(slo)
+    """Recorded parts per slice (a ratio's, a latency SLI's): each value of the labels the bad selectors pick on.
+
+    Per total selector.
+    """
+    parts = total_parts(slo)
     if parts is None:
         return 0
     declared = dict(slo.slice.cardinality)
     values = math.prod(declared.get(label) or label_cardinality(profile, label) for label in parts.labels)
     total = getattr(slo.sli, "total", ())
     return values * max(len(total), 1)
+
+
+def unit_parts_series(slo: SLO, units: int) -> int:
+    """A fleet's recorded parts per unit (``queries.unit_parts``, ``ratio_unit_parts``).
+
+    Its rates, and the picked or bad ones apart: two series per unit (one when nothing is picked).
+    """
+    parts = unit_parts(slo)
+    per_unit = units // max(len(unit_names(slo)), 1)
+    if parts is None:
+        return 2 * per_unit if ratio_unit_parts(slo) else 0
+    return per_unit * (1 if parts.pick is None else 2)
 
 
 def unit_series(slo: SLO, profile: ClusterProfile) -> int:

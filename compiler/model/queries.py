@@ -28,10 +28,16 @@ from compiler.model import labels as lbl
 from compiler.promql import (
     Matcher,
     PromQLError,
+    SumRead,
     analyse,
+    format_duration,
     keep_in_aggregations,
     outer_aggregation,
+    quote,
+    regex_quote,
     render_selector,
+    replace_sum_reads,
+    sum_reads,
 )
 from compiler.text.numbers import go_float
 
@@ -155,6 +161,45 @@ class Parts:
 
     labels: tuple[str, ...]
     picks: tuple[tuple[int, tuple[Matcher, ...]], ...]
+    # A latency SLI's errors outside its total (``latency_parts``): read on their own, disjoint from the parts.
+    outside: Selector | None = None
+
+
+def total_parts(slo: SLO) -> Parts | None:
+    """The recorded parts of a ratio (``ratio_parts``) or of a latency SLI's total and errors (``latency_parts``)."""
+    return ratio_parts(slo) or latency_parts(slo)
+
+
+_NEGATED = {"=": "!=", "!=": "=", "=~": "!~", "!~": "=~"}
+
+
+def latency_parts(slo: SLO) -> Parts | None:
+    """A latency SLI whose one errors selector is its one total selector with other matchers, or None.
+
+    The errors inside the total (``code=~"5.."`` of the total's requests) are picked from the
+    recorded parts, as a ratio's bad series are; those the total leaves out by its one matcher
+    that the errors lack (``subresource!~"proxy|log"``) are read on their own with that matcher
+    negated (``outside``): the two partition the errors, and no series is read twice. None for
+    the cases ``ratio_parts`` refuses (per-node or per-pod slices, reserved labels).
+    """
+    sli = slo.sli
+    if not isinstance(sli, LatencySLI) or len(sli.total) != 1 or len(sli.errors) != 1:
+        return None
+    total, errors = sli.total[0], sli.errors[0]
+    if total.metric is None or total.metric != errors.metric or set(slo.slice.by) & lbl.HIGH_CARDINALITY:
+        return None
+    extra = tuple(m for m in errors.matchers if m not in total.matchers)
+    left_out = [m for m in total.matchers if m not in errors.matchers]
+    if not extra or len(left_out) > 1:
+        return None
+    labels = tuple(dict.fromkeys(m.name for m in extra if m.name not in slo.slice.by))
+    if lbl.PART in labels or lbl.METRIC_NAME in labels or lbl.PART in slo.slice.by:
+        return None
+    outside = None
+    if left_out:
+        negated = Matcher(left_out[0].name, _NEGATED[left_out[0].op], left_out[0].value)
+        outside = Selector(errors.metric, (*errors.matchers, negated))
+    return Parts(labels, ((0, extra),), outside)
 
 
 def ratio_parts(slo: SLO) -> Parts | None:
@@ -188,7 +233,7 @@ def ratio_parts(slo: SLO) -> Parts | None:
 def parts_rate(slo: SLO, parts: Parts) -> str:
     """The recorded parts: the total's 5m rates by slice, the bad selectors' labels and (several) the selector."""
     sli = slo.sli
-    assert isinstance(sli, RatioSLI)
+    assert isinstance(sli, RatioSLI | LatencySLI)
     several = len(sli.total) > 1
     terms = []
     for index, selector in enumerate(sli.total):
@@ -198,15 +243,18 @@ def parts_rate(slo: SLO, parts: Parts) -> str:
 
 
 def _parts_total_and_bad(slo: SLO, parts: Parts) -> tuple[str, str]:
-    """The 5m total and bad rates summed from the recorded parts: each raw series read once."""
+    """The 5m total and bad rates (a latency SLI: its errors) summed from the recorded parts: each series read once."""
     sli = slo.sli
-    assert isinstance(sli, RatioSLI)
+    assert isinstance(sli, RatioSLI | LatencySLI)
     by = slo.slice.by
     several = len(sli.total) > 1
     picked = []
     for index, extra in parts.picks:
         matchers = (*(((Matcher(lbl.PART, "=", str(index))),) if several else ()), *extra)
         picked.append(render_selector(series.PARTS_5M, (Matcher(lbl.SLO, "=", slo.name), *matchers)))
+    if parts.outside is not None:
+        outside = _joined(f"rate({_selector(parts.outside)}[{RAW_RANGE}])", slo.slice)
+        picked.append(f'label_replace({outside}, "{TERM_LABEL}", "outside", "", "")')
     total = f"sum{_by(by)} (\n  {series.recorded(series.PARTS_5M, slo)}\n)"
     return total, _zero_fallback(_sum_of(picked, by), slo)
 
@@ -242,6 +290,10 @@ def _latency_total_and_bad(slo: SLO, sli: LatencySLI, same_evaluation: bool) -> 
     by = slo.slice.by
     count = Selector(f"{sli.histogram}_count", sli.matchers)
     total = _rate_sum(sli.total or (count,), slo.slice)
+    parts = latency_parts(slo) if same_evaluation else None
+    errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo) if sli.errors else ""
+    if parts is not None:
+        total, errors = _parts_total_and_bad(slo, parts)
     good_terms = []
     for threshold in sli.thresholds:
         bucket = render_selector(f"{sli.histogram}_bucket", (*sli.matchers, *threshold.when, _le_matcher(threshold.le)))
@@ -256,9 +308,8 @@ def _latency_total_and_bad(slo: SLO, sli: LatencySLI, same_evaluation: bool) -> 
         # A slice with no request under any threshold has no bucket series to subtract: all of it is slow.
         good = f"(\n{_indent(_sum_of(good_terms, by))}\n  or {_on(by)}\n  0 * {count_sum}\n)"
         slow = f"clamp_min(\n{_indent(count_sum)}\n  -\n{_indent(good)},\n  0\n)"
-    if not sli.errors:
+    if not errors:
         return total, slow
-    errors = _zero_fallback(_rate_sum(sli.errors, slo.slice), slo)
     return total, f"{slow}\n+ {_on(by)}\n(\n{_indent(errors)}\n)"
 
 
@@ -291,11 +342,16 @@ def raw_expressions(slo: SLO, same_evaluation: bool = True) -> dict[str, str]:
     ``same_evaluation=False`` gives every series its raw form (see ``total_and_bad``).
     """
     found: dict[str, str] = {}
+    shared = unit_parts(slo) if same_evaluation else None
+    if shared is not None:
+        return {**found, **_unit_parts_expressions(slo, shared)}
+    if same_evaluation and ratio_unit_parts(slo):
+        return _ratio_unit_parts_expressions(slo)
     if slo.fleet is not None:
         found[series.UNIT_VALUE] = unit_value(slo.sli, slo.slice, slo.fleet.units)
     if not slo.counts_events:
         return {**found, series.VALUE: value(slo, same_evaluation)}
-    parts = ratio_parts(slo) if same_evaluation else None
+    parts = total_parts(slo) if same_evaluation else None
     if parts is not None:
         found[series.PARTS_5M] = parts_rate(slo, parts)
     total, bad = total_and_bad(slo, same_evaluation)
@@ -341,6 +397,129 @@ def derives_from_units(slo: SLO) -> bool:
         and outer[0] == sli.aggregate
         and keep_in_aggregations(outer[2], ()) == keep_in_aggregations(outer[2], fleet.units)
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class UnitParts:
+    """A fleet gauge that reads one counter only through sums of its rates by slice (``promql.SumRead``).
+
+    Its unit and slice values are not aggregations of each other (a ratio of sums by slice with a
+    traffic floor per unit), so each would read the counter again; instead the counter's rates
+    are recorded once by slice and unit (``PARTS_5M``) and both values sum that series. ``read``
+    is the counter's selector; ``pick`` the one matcher another selector of the expression adds
+    to it (``code=~"5.."``), marked with ``slo_part="1"`` in the recorded series (a negative
+    matcher marks the series it excludes), so the picked rates are a part of the same read.
+    """
+
+    read: SumRead
+    pick: Matcher | None
+    labels: tuple[str, ...]  # slice and unit labels: what the parts are recorded by
+
+
+def unit_parts(slo: SLO) -> UnitParts | None:
+    """The recorded parts of a fleet gauge whose value does not derive from its units, or None (see ``UnitParts``)."""
+    sli, fleet = slo.sli, slo.fleet
+    if fleet is None or not isinstance(sli, GaugeSLI) or sli.absent_as_zero_while or derives_from_units(slo):
+        return None
+    try:
+        reads = sum_reads(sli.expr)
+    except PromQLError:  # pragma: no cover - the reader already parsed it
+        return None
+    labels = (*slo.slice.by, *(label for label in fleet.units if label not in slo.slice.by))
+    if not reads or any(not set(read.labels) <= set(labels) for read in reads):
+        return None
+    shapes = {(read.function, read.range_ms, read.metric) for read in reads}
+    selectors = sorted({read.matchers for read in reads}, key=len)
+    if len(shapes) != 1 or len(selectors) > 2:
+        return None
+    base = next(read for read in reads if read.matchers == selectors[0])
+    if len(selectors) == 1:
+        return UnitParts(base, None, labels)
+    extra = [m for m in selectors[1] if m not in selectors[0]]
+    if len(extra) != 1 or not set(selectors[0]) <= set(selectors[1]):
+        return None
+    name = extra[0].name
+    if name in labels or name in (lbl.PART, lbl.METRIC_NAME) or lbl.PART in labels:
+        return None
+    return UnitParts(base, extra[0], labels)
+
+
+def unit_parts_rate(parts: UnitParts) -> str:
+    """The recorded parts: the counter's rates by slice and unit, the picked ones marked."""
+    read = parts.read
+    rate = f"{read.function}({render_selector(read.metric, read.matchers)}[{format_duration(read.range_ms)}])"
+    if parts.pick is None:
+        return f"sum{_by(parts.labels)} (\n  {rate}\n)"
+    pick = parts.pick
+    regex = pick.value if pick.op in ("=~", "!~") else regex_quote(pick.value)
+    marked = f'label_replace({rate}, "{lbl.PART}", "1", "{pick.name}", {quote(regex)})'
+    return f"sum{_by((*parts.labels, lbl.PART))} (\n  {marked}\n)"
+
+
+def _from_parts(expr: str, slo: SLO, parts: UnitParts) -> str:
+    """``expr`` with each sum of the counter's rates read from the recorded parts."""
+    own = Matcher(lbl.SLO, "=", slo.name)
+
+    def replace(read: SumRead) -> str:
+        matchers: tuple[Matcher, ...] = (own,)
+        if read.matchers != parts.read.matchers and parts.pick is not None:
+            marked = parts.pick.op in ("=", "=~")  # a negative matcher picks the series left unmarked
+            matchers += (Matcher(lbl.PART, "=", "1" if marked else ""),)
+        return f"sum{_by(read.labels)} ({render_selector(series.PARTS_5M, matchers)})"
+
+    return replace_sum_reads(expr, replace)
+
+
+def _unit_parts_expressions(slo: SLO, parts: UnitParts) -> dict[str, str]:
+    """The parts, then the unit and slice values summing them (same evaluation)."""
+    sli, fleet = slo.sli, slo.fleet
+    assert isinstance(sli, GaugeSLI) and fleet is not None
+    per_unit = _from_parts(keep_in_aggregations(sli.expr, fleet.units), slo, parts)
+    return {
+        series.PARTS_5M: unit_parts_rate(parts),
+        series.UNIT_VALUE: f"{sli.aggregate}{_by(parts.labels)} (\n  {per_unit}\n)",
+        series.VALUE: f"{sli.aggregate}{_by(slo.slice.by)} (\n  {_from_parts(sli.expr, slo, parts)}\n)",
+    }
+
+
+def ratio_unit_parts(slo: SLO) -> bool:
+    """Whether a fleet's ratio records its total and bad rates per unit (``PARTS_5M``) and sums them.
+
+    A ratio's slice is not a mean of its units' ratios, so its unit value, total and bad would
+    each read the raw series; recorded once per unit (the bad rates marked ``slo_part="1"``),
+    the three sum them in the same evaluation. Two series per unit: the price of one read.
+    """
+    sli = slo.sli
+    if slo.fleet is None or not isinstance(sli, RatioSLI) or not sli.bad or sli.good or ratio_parts(slo):
+        return False
+    return lbl.PART not in slo.slice.by and lbl.PART not in slo.fleet.units
+
+
+def _ratio_unit_parts_expressions(slo: SLO) -> dict[str, str]:
+    """The per-unit total and bad rates, then the unit value, total and bad summing them."""
+    sli, fleet = slo.sli, slo.fleet
+    assert isinstance(sli, RatioSLI) and fleet is not None
+    units = (*slo.slice.by, *(label for label in fleet.units if label not in slo.slice.by))
+    per_unit = dataclasses.replace(slo.slice, by=units)
+    terms = []
+    for index, selector in enumerate((*sli.total, *sli.bad)):
+        term = _joined(f"rate({_selector(selector)}[{RAW_RANGE}])", per_unit)
+        if index >= len(sli.total):
+            term = f'label_replace({term}, "{lbl.PART}", "1", "", "")'
+        if index:
+            term = f'label_replace({term}, "{TERM_LABEL}", "{index}", "", "")'
+        terms.append(term)
+    own = Matcher(lbl.SLO, "=", slo.name)
+    total_parts = render_selector(series.PARTS_5M, (own, Matcher(lbl.PART, "=", "")))
+    bad_parts = render_selector(series.PARTS_5M, (own, Matcher(lbl.PART, "=", "1")))
+    unit_total = f"sum{_by(units)} ({total_parts})"
+    return {
+        series.PARTS_5M: _sum_of(terms, (*units, lbl.PART)),
+        series.UNIT_VALUE: f"(\n  sum{_by(units)} ({bad_parts})\n  or {_on(units)}\n  0 * {unit_total}\n)\n"
+        f"/\n{unit_total}",
+        series.TOTAL_5M: f"sum{_by(slo.slice.by)} (\n  {total_parts}\n)",
+        series.BAD_5M: _zero_fallback(f"sum{_by(slo.slice.by)} (\n  {bad_parts}\n)", slo),
+    }
 
 
 def unit_value(sli: SLI, slice_: Slice, units: Sequence[str]) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -1128,3 +1128,91 @@ def labels_lost(text: str, labels: Sequence[str]) -> tuple[str, ...]:
         if is_scalar or not surviving.has(label):
             lost.append(label)
     return tuple(lost)
+
+
+# --------------------------------------------------------------------------
+# Sums of one selector's rates
+# --------------------------------------------------------------------------
+
+_SUMMED_FUNCTIONS = frozenset({"rate", "increase"})
+
+
+@dataclass(frozen=True)
+class SumRead:
+    """A ``sum by (labels) (function(selector[range]))``: how an expression reads one raw selector."""
+
+    labels: tuple[str, ...]
+    function: str
+    range_ms: int
+    metric: str | None
+    matchers: tuple[Matcher, ...]
+
+
+def _sum_read(node: pp.Expr) -> SumRead | None:
+    """``node`` as a ``SumRead`` (parentheses aside), or None for any other shape (offset and @ included)."""
+    node = _unwrap(node)
+    if not isinstance(node, pp.AggregateExpr) or str(node.op) != "sum" or node.param is not None:
+        return None
+    if node.modifier is None or node.modifier.type != pp.AggModifierType.By:
+        return None
+    call = _unwrap(node.expr)
+    if not isinstance(call, pp.Call) or call.func.name not in _SUMMED_FUNCTIONS or len(call.args) != 1:
+        return None
+    matrix = _unwrap(call.args[0])
+    if not isinstance(matrix, pp.MatrixSelector):
+        return None
+    selector = matrix.vector_selector
+    if selector.offset is not None or selector.at is not None:
+        return None
+    metric, matchers = _selector_parts(selector)
+    return SumRead(tuple(node.modifier.labels), call.func.name, _td_ms(matrix.range), metric, matchers)
+
+
+def sum_reads(text: str) -> tuple[SumRead, ...] | None:
+    """Every read of a raw selector in ``text`` when each is a ``SumRead``, in source order; else None.
+
+    Such an expression can take its sums from a recording of the selector's rates by a finer
+    grouping (a sum of sums is the sum), so the selector need be read only once.
+    """
+    root = parse_expr(text)
+    found: list[SumRead] = []
+    covered = 0
+
+    def walk(node: pp.Expr) -> None:
+        nonlocal covered
+        read = _sum_read(node)
+        if read is not None:
+            found.append(read)
+            covered += 1
+            return
+        for child in _children(node):
+            walk(child)
+
+    walk(root)
+    selectors = sum(1 for node in _iter_nodes(root) if isinstance(node, pp.VectorSelector))
+    return tuple(found) if selectors == covered else None
+
+
+class _SumReplacingRenderer(_Renderer):
+    """Re-renders an expression with each ``SumRead`` replaced by what ``replace`` gives for it."""
+
+    def __init__(self, replace: Callable[[SumRead], str]) -> None:
+        super().__init__(())
+        self._replace = replace
+
+    def _aggregate(self, node: pp.AggregateExpr) -> str:
+        read = _sum_read(node)
+        return super()._aggregate(node) if read is None else self._replace(read)
+
+
+def replace_sum_reads(text: str, replace: Callable[[SumRead], str]) -> str:
+    """``text`` with every ``SumRead`` replaced by ``replace(read)`` (an expression that binds as an atom)."""
+    return _SumReplacingRenderer(replace).render(parse_expr(text))
+
+
+_GO_REGEX_META = frozenset("\\.+*?()|[]{}^$")
+
+
+def regex_quote(value: str) -> str:
+    """``value`` as an RE2 regex matching exactly it (Go's ``regexp.QuoteMeta``)."""
+    return "".join(f"\\{char}" if char in _GO_REGEX_META else char for char in value)

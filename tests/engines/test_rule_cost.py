@@ -10,6 +10,7 @@ inputs, and asserts no evaluation differs.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ import pytest
 import yaml
 
 from compiler.explain import explain, group_reads, reads_report
-from compiler.model import SLO, LatencySLI, Model, RatioSLI, StateSLI, queries, series
+from compiler.model import SLO, GaugeSLI, LatencySLI, Model, RatioSLI, StateSLI, queries, series
 from compiler.model.budget import estimate
 from compiler.model.links import rules_path
 from compiler.model.reads import raw_reads, repeated
@@ -141,8 +142,10 @@ def _comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> dict[str,
     raw = queries.total_and_bad(slo, same_evaluation=False)[1]
     new, old = series.recorded(series.BAD_5M, slo), f'{RAW_BAD}{{slo="{slo.name}"}}'
     differs = f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\nor ({new} unless {old})\nor ({old} unless {new})"
-    # Only the two 5m rules: the longer windows and the alerts are the same whichever form feeds them.
-    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in (series.TOTAL_5M, series.BAD_5M)]
+    # Only the 5m rules (and the parts they sum): the longer windows and the alerts are the same whichever
+    # form feeds them.
+    kept = (series.PARTS_5M, series.TOTAL_5M, series.BAD_5M)
+    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in kept]
     group["rules"] += [
         {"record": RAW_BAD, "expr": raw, "labels": {"slo": slo.name}},
         {"alert": DIFFERS, "expr": differs},
@@ -220,10 +223,14 @@ FROM_UNITS = {
 # Shapes whose units do not give the slice's value exactly: they read the raw series again.
 NOT_FROM_UNITS = {
     "node-clock-skew": "avg by slice: units of different sizes would weigh differently",
-    "client-request-errors": "a ratio of sums by slice is not the max of per-unit ratios",
-    "nic-error-budget": "a ratio SLI: the slice's events are not a mean of its units' ratios",
 }
 PARTS = ("apiserver-5xx", "apiserver-throttled-requests", "apiserver-terminated-requests", "apf-workload-shedding")
+# Fleet gauges whose unit and slice values both sum one counter's rates: recorded once per unit (the parts).
+UNIT_PARTS = {"client-request-errors": "a ratio of sums by slice with a traffic floor per unit"}
+# Fleet ratios: per unit the total and bad rates recorded once; the unit value, total and bad sum them.
+RATIO_UNIT_PARTS = ("nic-error-budget", "nic-drop-budget")
+# Latency SLIs whose errors are their total's requests with a code, some outside the total (subresources).
+LATENCY_PARTS = ("apiserver-read-latency", "apiserver-write-latency")
 
 
 def explain_spec(model: Model, files: dict[str, bytes], slo: SLO) -> str:
@@ -280,6 +287,69 @@ def test_parts_count_in_the_series_budget(library: tuple[Model, dict[str, bytes]
     assert found.series == slices * found.series_per_slice + found.parts_series + 1
 
 
+def test_unit_parts_read_the_counter_once(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    with_parts = {slo.name for slo in model.slos if queries.unit_parts(slo) is not None}
+    assert set(UNIT_PARTS) <= with_parts, sorted(with_parts)
+    assert not with_parts & (set(FROM_UNITS) | set(NOT_FROM_UNITS))
+    for name in with_parts:
+        slo = next(slo for slo in model.slos if slo.name == name)
+        reads = group_reads(files, slo)
+        assert [(read.times, read.rules) for read in reads] == [(1, (series.PARTS_5M,))], [r.text() for r in reads]
+        text = explain_spec(model, files, slo)
+        assert f"sum {series.PARTS_5M}, the counter's rates recorded once per unit" in text
+        assert "read the raw series again" not in text
+    errors = next(slo for slo in model.slos if slo.name == "client-request-errors")
+    found = estimate(errors, model.project.cluster_profile)
+    assert found.parts_series == 2 * found.unit_series  # the failed requests' rates and the rest, per unit
+    assert found.series == found.slices * found.series_per_slice + found.unit_series + found.parts_series + 1
+
+
+def test_ratio_unit_parts_read_each_raw_series_once(library: tuple[Model, dict[str, bytes]]) -> None:
+    model, files = library
+    assert {slo.name for slo in model.slos if queries.ratio_unit_parts(slo)} >= set(RATIO_UNIT_PARTS)
+    for name in RATIO_UNIT_PARTS:
+        slo = next(slo for slo in model.slos if slo.name == name)
+        reads = group_reads(files, slo)
+        assert [(read.times, read.rules) for read in reads] == [(1, (series.PARTS_5M,))] * 4, name
+        assert "the total and bad rates recorded once per unit" in explain_spec(model, files, slo)
+        found = estimate(slo, model.project.cluster_profile)
+        assert found.parts_series == 2 * found.unit_series  # a NIC's total and bad rates
+        assert found.series <= found.budget
+
+
+def test_latency_errors_come_from_the_parts_and_the_rest_outside_the_total(
+    library: tuple[Model, dict[str, bytes]],
+) -> None:
+    model, files = library
+    assert {slo.name for slo in model.slos if queries.latency_parts(slo)} >= set(LATENCY_PARTS)
+    for name in LATENCY_PARTS:
+        slo = next(slo for slo in model.slos if slo.name == name)
+        reads = group_reads(files, slo)
+        assert [read.times for read in reads] == [1] * len(reads), [read.text() for read in reads]
+        total = [read for read in reads if read.metric == "apiserver_request_total"]
+        assert [read.rules for read in total] == [(series.PARTS_5M,), (series.BAD_5M,)], name
+        # The errors' own read is only of what the total leaves out: disjoint from the parts.
+        assert 'subresource=~"proxy|attach|log|exec|portforward"' in total[1].selector
+        assert 'code=~"5.."' in total[1].selector
+
+
+def test_unit_parts_need_one_counter_read_as_sums(library: tuple[Model, dict[str, bytes]]) -> None:
+    """A gauge read other than through sums of one counter's rates keeps its raw reads."""
+    model, _ = library
+    errors = next(slo for slo in model.slos if slo.name == "client-request-errors")
+    assert isinstance(errors.sli, GaugeSLI)
+    other = errors.sli.expr.replace("rate(rest_client_requests_total{job", "irate(rest_client_requests_total{job", 1)
+    assert queries.unit_parts(dataclasses.replace(errors, sli=dataclasses.replace(errors.sli, expr=other))) is None
+    two = errors.sli.expr.replace('code=~"5..|<error>"', 'code=~"5..",method="GET"')
+    assert queries.unit_parts(dataclasses.replace(errors, sli=dataclasses.replace(errors.sli, expr=two))) is None
+    negative = errors.sli.expr.replace('code=~"5..|<error>"', 'code!~"2.."')
+    parts = queries.unit_parts(dataclasses.replace(errors, sli=dataclasses.replace(errors.sli, expr=negative)))
+    assert parts is not None and parts.pick is not None and parts.pick.op == "!~"
+    value = queries.raw_expressions(dataclasses.replace(errors, sli=dataclasses.replace(errors.sli, expr=negative)))
+    assert f'{series.PARTS_5M}{{slo="client-request-errors",slo_part=""}}' in value[series.VALUE]
+
+
 @pytest.mark.parametrize("spec", sorted(NOT_FROM_UNITS))
 def test_explain_says_when_the_slice_reads_the_raw_series_again(
     library: tuple[Model, dict[str, bytes]], spec: str
@@ -305,13 +375,18 @@ def test_vmalert_reads_the_raw_series_for_derived_series(library: tuple[Model, d
     """vmalert sees recorded series a delivery late: nothing there aggregates the per-unit value or the parts."""
     model, files = library
     for slo in model.slos:
-        if not (queries.derives_from_units(slo) or queries.ratio_parts(slo)):
+        if not (
+            queries.derives_from_units(slo)
+            or queries.total_parts(slo)
+            or queries.unit_parts(slo)
+            or queries.ratio_unit_parts(slo)
+        ):
             continue
         rules = yaml.safe_load(files[f"vmalert/{slo.name}.rules.yaml"])["groups"][0]["rules"]
         raw = queries.raw_expressions(slo, same_evaluation=False)
         assert series.PARTS_5M not in {rule.get("record") for rule in rules}, slo.name
         for rule in rules:
-            if rule.get("record") in raw and rule["record"] != series.UNIT_VALUE:
+            if rule.get("record") in raw:
                 assert rule["expr"] == raw[rule["record"]], slo.name
                 assert series.UNIT_VALUE not in rule["expr"] and series.PARTS_5M not in rule["expr"], slo.name
 
@@ -345,7 +420,18 @@ def _promtool_compare_derived(
     return subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
 
 
-@pytest.mark.parametrize("spec", [*sorted(FROM_UNITS), *PARTS, "cluster-dns-servfail", "etcd-grpc-failures"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        *sorted(FROM_UNITS),
+        *PARTS,
+        *sorted(UNIT_PARTS),
+        *RATIO_UNIT_PARTS,
+        *LATENCY_PARTS,
+        "cluster-dns-servfail",
+        "etcd-grpc-failures",
+    ],
+)
 def test_derived_series_equal_their_raw_forms_in_promtool(
     tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
 ) -> None:
@@ -356,7 +442,17 @@ def test_derived_series_equal_their_raw_forms_in_promtool(
     assert result.returncode == 0, (slo.name, result.stdout[-3000:], result.stderr[-3000:])
 
 
-@pytest.mark.parametrize("spec", ["node-readiness", "apiserver-5xx", "node-file-descriptors"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "node-readiness",
+        "apiserver-5xx",
+        "node-file-descriptors",
+        "client-request-errors",
+        "nic-error-budget",
+        "apiserver-read-latency",
+    ],
+)
 def test_the_derived_comparison_fails_when_the_values_differ(
     tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
 ) -> None:
