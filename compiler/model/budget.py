@@ -52,6 +52,9 @@ def label_cardinality(profile: ClusterProfile, label: str) -> int:
         "reason": 4,
         "device": 4,
         "port": 2,  # an HCA's ports (node_infiniband_*): 1 or 2
+        "Hostname": profile.nodes,  # dcgm-exporter's node name (NODE_NAME)
+        "gpu": 8,  # a GPU node's GPUs (dcgm-exporter's index)
+        "UUID": 1,  # one board per (Hostname, gpu): the only spec reading it units by all three
         "profile": 2,
         "queue": 4,
         "operation": 6,

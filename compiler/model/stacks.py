@@ -104,6 +104,13 @@ _COMMON_JOBS = {
     # name, "<release>-<cloudProvider>-cluster-autoscaler" (templates/_helpers.tpl, fullname), or
     # "cluster-autoscaler" with fullnameOverride: cluster-autoscaler, which this default assumes.
     "cluster-autoscaler": "cluster-autoscaler",
+    # Neither stack scrapes NVIDIA's dcgm-exporter (both list it in unscraped below). The GPU operator
+    # (NVIDIA/gpu-operator v24.9.0 and v25.10.1) creates its ServiceMonitor only with
+    # dcgmExporter.serviceMonitor.enabled (deployments/gpu-operator/values.yaml:304 @v25.10.1, false), named
+    # nvidia-dcgm-exporter with jobLabel: app (assets/state-dcgm-exporter/0500_service_monitor.yaml:4,12
+    # @v25.10.1, 0700_service_monitor.yaml @v24.9.0), and the Service's label app is nvidia-dcgm-exporter
+    # (0400_service.yaml:7 @v25.10.1, 0600_service.yaml:7 @v24.9.0), so job="nvidia-dcgm-exporter".
+    "dcgm-exporter": "nvidia-dcgm-exporter",
 }
 _CLUSTER_AUTOSCALER_UNSCRAPED = (
     "cluster-autoscaler",
@@ -131,9 +138,16 @@ _KP_JOBS = {
     "prometheus": "prometheus-k8s",
     "alertmanager": "alertmanager-main",
 }
-_KPS_UNSCRAPED = (_CLUSTER_AUTOSCALER_UNSCRAPED,)
+_DCGM_EXPORTER_UNSCRAPED = (
+    "dcgm-exporter",
+    "set the GPU operator's dcgmExporter.serviceMonitor.enabled: true (ClusterPolicy "
+    "spec.dcgmExporter.serviceMonitor) with labels matching your Prometheus's serviceMonitorSelector; the job "
+    "is nvidia-dcgm-exporter",
+)
+_KPS_UNSCRAPED = (_CLUSTER_AUTOSCALER_UNSCRAPED, _DCGM_EXPORTER_UNSCRAPED)
 _KP_UNSCRAPED = (
     _CLUSTER_AUTOSCALER_UNSCRAPED,
+    _DCGM_EXPORTER_UNSCRAPED,
     (
         "etcd",
         "the addon jsonnet/kube-prometheus/addons/static-etcd.libsonnet with values.etcd.ips and its client "

@@ -55,6 +55,8 @@ FLEET_SPECS = (
     "node-oom-kills",
     # issue 27 item 3: InfiniBand ports (units instance, device, port; in shadow)
     "infiniband-port-errors",
+    # issue 27 item 3: GPU memory row remapping (units Hostname, gpu, UUID; in shadow)
+    "gpu-memory-row-remap",
 )
 
 FLEET_SPEC = """\

@@ -219,6 +219,7 @@ FROM_UNITS = {
     "kubelet-certificate-expiry": "min through a join",
     "node-file-descriptors": "avg of one series per unit",
     "infiniband-port-errors": "avg of one sum per unit",
+    "gpu-memory-row-remap": "avg of one max per unit (a difference of per-GPU aggregations inside)",
 }
 # Shapes whose units do not give the slice's value exactly: they read the raw series again.
 NOT_FROM_UNITS = {

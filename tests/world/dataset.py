@@ -20,6 +20,7 @@ from tests.world import (
     coredns_forward,
     daemonsets,
     etcd_health,
+    gpus,
     kube_proxy,
     kubelet_agents,
     monitoring,
@@ -56,6 +57,7 @@ def every_series(world: World, stack: StackView) -> list[Series]:
         for node in world.nodes(cluster):
             out += nodes.kubelet(world, node, stack) + nodes.node_exporter(world, node, stack)
         out += node_basics.series_for(world, cluster, stack)
+        out += gpus.series_for(world, cluster, stack)
         out += kubelet_agents.series_for(world, cluster, stack)
         out += kube_proxy.series_for(world, cluster, stack)
         out += node_lifecycle.series_for(world, cluster, stack)

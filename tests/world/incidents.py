@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tests.world import gpus
 from tests.world.dataset import Expectations, Fires
 from tests.world.topology import Fault, World, day_one
 
@@ -408,6 +409,51 @@ IB_BAD_CABLE = Incident(
 )
 
 
+GPU_NODE = _node("gpu-train", "b", 7)
+GPU_UUID = gpus.gpu_uuid(
+    next(node for node in day_one().nodes(day_one().cluster("prod-east")) if node.name == GPU_NODE),
+    gpus.GPU_FAULT_INDEX,
+)
+_GPU = f'Hostname="{GPU_NODE}",gpu="{gpus.GPU_FAULT_INDEX}"'
+# An uncorrectable HBM error on GPU 5 of one GPU node at START: the GPU remaps the row and the job on it dies, so
+# the row is counted on the idle series that appears then (the job's series ends at the old count). The unit's
+# value is 1 from START; the (shadow) ticket naming the node, the GPU and its UUID fires after its 1m.
+GPU_ROW_REMAP = Incident(
+    "gpu-row-remap",
+    "One H100 of a GPU node remaps a memory row after an uncorrectable error; the training job on it dies with it.",
+    _base(START + 3).with_node_faults({GPU_NODE: (Fault("gpu-row-remap", START),)}),
+    Expectations(
+        quiet_from=0,
+        fires=(
+            Fires(
+                "platform-nodes",
+                START + 3,
+                alertname="GPUMemoryRowRemapUnitAboveCriticalRange",
+                severity="ticket",
+                matchers=(
+                    ("cluster", "prod-east"),
+                    ("Hostname", GPU_NODE),
+                    ("gpu", str(gpus.GPU_FAULT_INDEX)),
+                    ("UUID", GPU_UUID),
+                ),
+            ),
+        ),
+        pages_only=_pages_only(),
+        premises=(
+            # One more row than before, read across the GPU's series; the job's series (with its pod) is gone.
+            (
+                f"max(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{_GPU}}})"
+                f" - max(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{_GPU}}} offset 10m)",
+                START + 5,
+                1,
+            ),
+            (f'count(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{_GPU},exported_pod!=""}})', START - 5, 1),
+            (f'count(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{_GPU},exported_pod!=""}}) or vector(0)', START + 10, 0),
+        ),
+    ),
+)
+
+
 def _registry_page() -> Expectations:
     waiting = 'kube_pod_container_status_waiting_reason{cluster="prod-east",reason=~"ErrImagePull|ImagePullBackOff"}'
     return Expectations(
@@ -618,6 +664,7 @@ INCIDENTS = (
     OOM_KILLS,
     PROMETHEUS_RELOAD_FAILED,
     IB_BAD_CABLE,
+    GPU_ROW_REMAP,
     REGISTRY_DOWN,
     APISERVER_OOM_LOOP,
     KSM_SLOW_SCRAPE,

@@ -265,6 +265,15 @@ def _expected_managed(stack: str) -> tuple[Expected, ...]:
         Expected(alert, f"no {component} on a managed control plane: its no-data ticket", (), by_minute=30)
         for alert, component in MANAGED_NO_DATA.items()
     ]
+    out.append(
+        Expected(
+            "GPUMemoryRowRemapAssumptionBroken",
+            "no GPU node, so no dcgm-exporter target: dcgm-exporter-scraped never held, a (shadow) ticket after 1h "
+            "(a Prometheus that sees no GPU anywhere should not name the component)",
+            (("assumption", "dcgm-exporter-scraped"),),
+            by_minute=70,
+        )
+    )
     if stack == "kube-prometheus-stack":
         out.append(_KSM_TELEMETRY)
         out += [

@@ -69,7 +69,9 @@ class Fault:
     it reports Ready false for its first ``JOIN_NOT_READY_MIN`` minutes), ``inodes-full`` (the
     containerd filesystem's free inode share falls to ``ratio``), ``filefd-leak`` (allocated file
     handles at ``ratio`` of fs.file-max), ``oom-kills`` (``ratio`` kernel OOM kills per second),
-    ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1).
+    ``ib-port-errors`` (``ratio`` symbol errors per second on the node's HCA mlx5_3, port 1),
+    ``gpu-row-remap`` (GPU 5 remaps a row after an uncorrectable error; the job on it dies),
+    ``gpu-remap-failure`` (GPU 5's row remapping failed), see ``tests/world/gpus.py``.
     Cluster kinds: ``apiserver-5xx`` (``ratio`` of every request class answers 500),
     ``prometheus-reload-failed`` (every Prometheus replica's last configuration reload failed),
     ``registry-down`` (the platform's image registry stops answering: every pod pulling from it waits),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from compiler.model.stacks import BUILT_IN_STACKS
 from tests.conftest import PROJECT_YAML, RunCli
 from tests.unit.source.test_errors import edit
@@ -159,13 +161,20 @@ def test_an_inhibition_towards_a_left_out_spec_is_dropped(run_cli: RunCli, tmp_p
     assert "etcd-quota" not in (out / "alertmanager" / "alertmanager.yaml").read_text(encoding="utf-8")
 
 
-def test_no_stack_scrapes_the_cluster_autoscaler_by_default(run_cli: RunCli, tmp_path: Path, spec_tree: Path) -> None:
-    """Neither chart nor jsonnet scrapes it: its spec is left out on both, until the project names it."""
+@pytest.mark.parametrize(
+    ("component", "job"),
+    [("cluster-autoscaler", "cluster-autoscaler"), ("dcgm-exporter", "nvidia-dcgm-exporter")],
+)
+def test_no_stack_scrapes_these_components_by_default(
+    run_cli: RunCli, tmp_path: Path, spec_tree: Path, component: str, job: str
+) -> None:
+    """Neither chart nor jsonnet scrapes them (the autoscaler's chart and the GPU operator create their
+    ServiceMonitors only on request): their specs are left out on both, until the project names them."""
     autoscaler = ETCD_SLO.replace("name: etcd-quota", "name: autoscaler-loop").replace(
-        "component: etcd", "component: cluster-autoscaler"
+        "component: etcd", f"component: {component}"
     )
     for stack in ("kube-prometheus-stack", "kube-prometheus"):
-        assert BUILT_IN_STACKS[stack].how_to_scrape("cluster-autoscaler") is not None, stack
+        assert BUILT_IN_STACKS[stack].how_to_scrape(component) is not None, stack
         run = tmp_path / stack
         specs = run / "specs"
         specs.mkdir(parents=True)
@@ -180,15 +189,14 @@ def test_no_stack_scrapes_the_cluster_autoscaler_by_default(run_cli: RunCli, tmp
         tree(specs, stack)
         (specs / "etcd" / "etcd-quota.yaml").write_text(autoscaler, encoding="utf-8")
         out, output = generate(run_cli, run)
-        assert [line for line in notes(output) if "cluster-autoscaler" in line], output
+        assert [line for line in notes(output) if component in line], output
         assert not (out / "prometheus" / "rules" / "autoscaler-loop.rules.yaml").exists()
         (specs / "project.yaml").write_text(
-            PROJECT_YAML + f"scrape_profile:\n  stack: {stack}\n  components:\n"
-            "    cluster-autoscaler: '{job=\"cluster-autoscaler\"}'\n",
+            PROJECT_YAML + f"scrape_profile:\n  stack: {stack}\n  components:\n    {component}: '{{job=\"{job}\"}}'\n",
             encoding="utf-8",
         )
         out, output = generate(run_cli, run)
-        assert not [line for line in notes(output) if "cluster-autoscaler" in line], output
-        assert 'job="cluster-autoscaler"' in (out / "prometheus" / "rules" / "autoscaler-loop.rules.yaml").read_text(
+        assert not [line for line in notes(output) if component in line], output
+        assert f'job="{job}"' in (out / "prometheus" / "rules" / "autoscaler-loop.rules.yaml").read_text(
             encoding="utf-8"
         )
