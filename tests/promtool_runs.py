@@ -33,6 +33,13 @@ _RULE_FILE = re.compile(r"^rule_files:\n((?:- .+\n)+)", re.MULTILINE)
 _SPEC_NAME = re.compile(r"^\s+slo: (\S+)$", re.MULTILINE)
 _ALERT_NAME = re.compile(r"^\s+- alert: (\S+)$", re.MULTILINE)
 _SPEC_HASH = re.compile(r"^\s+spec_hash: (\S+)$", re.MULTILINE)
+_REGEX_MATCHER = re.compile(r'[=!]~\s*"((?:[^"\\]|\\.)*)"')
+_LABEL_TEXT = re.compile(r"\b(?:label_replace|label_join|topk|bottomk|sort|sort_desc|count_values)\s*\(")
+_PROMQL_WORDS = {
+    *("sum", "min", "max", "avg", "group", "stddev", "stdvar", "count", "count_values", "bottomk", "topk"),
+    *("quantile", "by", "without", "on", "ignoring", "group_left", "group_right", "bool", "and", "or"),
+    *("unless", "offset", "atan2", "inf", "nan", "start", "end"),
+}
 runs = 0  # promtool processes started by promtool_test in this process (the tests of this module read it)
 
 
@@ -55,12 +62,28 @@ def _uncommented(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("#"))
 
 
-def _renamed(texts: list[str], names: set[str]) -> list[str]:
-    """The texts with each name replaced by its place in the order the names first appear in them."""
+def _renamed(texts: list[str], names: set[str]) -> list[str] | None:
+    """The texts with each name replaced by its place in the order the names first appear in them, and what
+    every regular expression matcher of the texts says of each name; None where renaming could change what
+    promtool computes (a name that is a PromQL word or called as a function, functions that read label values
+    as text or order series by them, a matcher that is not a regular expression Python reads)."""
+    everything = "\n".join(texts)
+    if _LABEL_TEXT.search(everything):
+        return None
+    if any(
+        name.lower() in _PROMQL_WORDS or re.search(rf"(?<![\w:]){re.escape(name)}\s*\(", everything) for name in names
+    ):
+        return None
     ordered = sorted(names, key=lambda name: (-len(name), name))  # the longest name of an overlap wins
     word = re.compile(rf"(?<![\w:])(?:{'|'.join(map(re.escape, ordered))})(?!\w|:\w)")
     seen: dict[str, str] = {}
-    return [word.sub(lambda match: seen.setdefault(match.group(), f"@name{len(seen)}@"), text) for text in texts]
+    renamed = [word.sub(lambda match: seen.setdefault(match.group(), f"@name{len(seen)}@"), text) for text in texts]
+    try:
+        matchers = [re.compile(pattern) for pattern in _REGEX_MATCHER.findall(everything)]
+    except re.error:
+        return None
+    table = ["".join("1" if matcher.fullmatch(name) else "0" for name in seen) for matcher in matchers]
+    return [*renamed, "\n".join(table)]
 
 
 def proof_key(test_file: Path, *, rename: bool = False) -> str | None:
@@ -78,7 +101,7 @@ def proof_key(test_file: Path, *, rename: bool = False) -> str | None:
         alerts = _ALERT_NAME.findall(rules)  # and their runbook anchors, lowercased
         names = {*_SPEC_NAME.findall(rules), *alerts, *(alert.lower() for alert in alerts), *_SPEC_HASH.findall(rules)}
         names |= {path.rsplit("/", 1)[-1] for path in paths} | {test_file.name}
-        texts = _renamed(texts, {name.strip("'\"") for name in names} - {""})
+        texts = _renamed(texts, {name.strip("'\"") for name in names} - {""}) or texts
     digest = hashlib.sha256()
     for body in texts:
         digest.update(_uncommented(body).encode())

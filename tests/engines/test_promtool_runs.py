@@ -80,3 +80,18 @@ def test_renaming_keeps_words_that_only_contain_a_name(tmp_path: Path) -> None:
             path.write_text(path.read_text(encoding="utf-8").replace("errors{", "errors_total{"), encoding="utf-8")
     assert proof_key(one, rename=True) == proof_key(two, rename=True)
     assert proof_key(one) != proof_key(two)
+
+
+def test_names_a_regex_matcher_or_a_function_reads_keep_their_own_key(tmp_path: Path) -> None:
+    """Renaming must not change what promtool computes: a matcher that matches one name and not the other,
+    or a name that PromQL reads as a word, keeps the proofs apart."""
+    one = _write(tmp_path / "a", "dns-errors", "DnsErrors")
+    two = _write(tmp_path / "b", "node-ready", "NodeReady")
+    assert proof_key(one, rename=True) == proof_key(two, rename=True)
+    for test in (one, two):
+        rules = test.parent.parent / "rules" / test.name.replace(".test.yaml", ".rules.yaml")
+        rules.write_text(rules.read_text(encoding="utf-8").replace('job="a"', 'job="a",slo=~"dns-.*"'), "utf-8")
+    assert proof_key(one, rename=True) != proof_key(two, rename=True)
+    three = _write(tmp_path / "c", "sum", "Sum")
+    four = _write(tmp_path / "d", "max", "Max")
+    assert proof_key(three, rename=True) == proof_key(three) != proof_key(four, rename=True)
