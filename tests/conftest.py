@@ -229,6 +229,22 @@ def _fast_tier_starts_no_tool(request: pytest.FixtureRequest, monkeypatch: pytes
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
+_VERDICTS = pytest.StashKey[Path | None]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One verdict directory per test run, shared by its xdist workers (tests/promtool_runs.py)."""
+    from tests import promtool_runs
+
+    config.stash[_VERDICTS] = promtool_runs.start_run()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from tests import promtool_runs
+
+    promtool_runs.end_run(config.stash.get(_VERDICTS, None))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     from tests.engines import test_e2e
 

@@ -23,7 +23,6 @@ changes how many (the coverage checks at the end need 1,000 or more).
 from __future__ import annotations
 
 import collections
-import hashlib
 import os
 import re
 import subprocess
@@ -38,6 +37,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from compiler.pipeline import compile_specs
 from compiler.targets import TargetError, render_all
+from tests.promtool_runs import proof_key
 from tests.spec_strategies import ALL_SHAPES, ALWAYS_REFUSED, Tree, spec_trees
 
 EXAMPLES = int(os.environ.get("SLO_PROPERTY_EXAMPLES", "1000"))
@@ -216,14 +216,13 @@ def failing_files(tool: list[str], files: list[Path], header: str, timeout: int)
 
 
 def distinct(test_files: list[Path]) -> list[Path]:
-    """One test file per distinct (test, rules) content: hypothesis draws many trees whose spec differs only
-    elsewhere, and promtool's verdict on the same files is the same (the headers name the source file)."""
+    """One test file per distinct proof: hypothesis draws many trees whose spec differs only elsewhere or only
+    in its name (``dns-errors`` or ``watchers``, and the alert names that follow), and promtool's verdict on
+    the same proof under other names is the same (tests/promtool_runs.py: of 402 test files of the 1,000
+    trees, 318 were distinct by content, 265 by content without the names)."""
     seen: dict[str, Path] = {}
     for path in test_files:
-        rules = path.parent.parent / "rules" / path.name.replace(".test.yaml", ".rules.yaml")
-        texts = [file.read_text(encoding="utf-8") for file in (path, rules)]
-        key = "\n".join(line for text in texts for line in text.splitlines() if not line.startswith("# "))
-        seen.setdefault(hashlib.sha256(key.encode()).hexdigest(), path)
+        seen.setdefault(proof_key(path, rename=True) or str(path), path)
     return list(seen.values())
 
 
