@@ -492,22 +492,34 @@ def test_a_rule_that_fails_to_evaluate_pages_the_observability_team(running: lab
     started = time.monotonic()
     try:
         running.extra_rules.write_text(json.dumps(broken), encoding="utf-8")
-        _reload(running)
+        _reload(running.prometheus.url)
         alert = sink.wait("firing", 60)
         fired = time.monotonic() - started
         _labels(alert, "prometheus-rule-evaluation-failures", "page", "platform-observability")
         assert alert["labels"]["rule_group"].endswith(";lab-broken"), alert["labels"]
     finally:
         running.extra_rules.write_text("groups: []\n", encoding="utf-8")
-        _reload(running)
+        _reload(running.prometheus.url)
     print(
         f"\nlab: PrometheusRuleFailuresAboveNormalRange reached the sink {fired:.1f}s after the broken rule was loaded"
     )
 
 
-def _reload(the_lab: lab.Lab) -> None:
-    request = urllib.request.Request(f"{the_lab.prometheus.url}/-/reload", data=b"", method="POST")
+def _reload(url: str) -> None:
+    """Prometheus or Alertmanager reloads its configuration files (POST /-/reload)."""
+    request = urllib.request.Request(f"{url}/-/reload", data=b"", method="POST")
     with urllib.request.urlopen(request, timeout=10) as response:
+        assert response.status == 200
+
+
+def _post_alert(the_lab: lab.Lab, alert: dict[str, Any]) -> None:
+    """Post one alert to the lab's Alertmanager, as a rule engine does."""
+    request = urllib.request.Request(
+        f"{the_lab.alertmanager.url}/api/v2/alerts",
+        data=json.dumps([alert]).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
         assert response.status == 200
 
 
@@ -536,13 +548,7 @@ def test_a_team_page_receiver_on_a_closed_port_reaches_the_observability_team(ru
         },
         "annotations": {"summary": "a page for a team whose receiver is broken"},
     }
-    request = urllib.request.Request(
-        f"{running.alertmanager.url}/api/v2/alerts",
-        data=json.dumps([probe]).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        assert response.status == 200
+    _post_alert(running, probe)
     assert servers.wait_until(lambda: any(sink.delivered("firing") for sink in sinks), 60, 0.5), sorted(
         (a["alertname"], a["alertstate"], a.get("severity", "")) for a in running.lab_alerts()
     )
@@ -552,22 +558,14 @@ def test_a_team_page_receiver_on_a_closed_port_reaches_the_observability_team(ru
     assert alert["labels"]["team"] == "platform-observability" and alert["labels"]["integration"] == "webhook"
     assert "platform-network-page" not in running.sink.receivers()
     lab.lab_alertmanager_config(running.workdir, running.sink.port)  # every receiver reaches the sink again
-    request = urllib.request.Request(f"{running.alertmanager.url}/-/reload", data=b"", method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 200
+    _reload(running.alertmanager.url)
     repaired = time.monotonic()
     network = Sink(running, "platform-network-page", "LabNetworkProbe")
     network.start = 0  # the receiver had no notification before: every one it gets counts
     network.wait("firing")
     delivered = time.monotonic() - repaired
     probe["endsAt"] = datetime.datetime.now(datetime.UTC).isoformat()
-    request = urllib.request.Request(
-        f"{running.alertmanager.url}/api/v2/alerts",
-        data=json.dumps([probe]).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, timeout=5) as response:
-        assert response.status == 200
+    _post_alert(running, probe)
     network.wait("resolved")
     print(
         f"\nlab: {alert['labels']['alertname']} reached platform-observability {fired:.1f}s after the page failed; "
