@@ -13,7 +13,9 @@ What is shortened, and why (the lab must run in about a minute, not in hours):
   scrapes) and ``keep_firing_for`` dropped, so a fault raises its alert in seconds; the healthy
   check reads pending alerts too, so it does not depend on ``for``;
 - Alertmanager's group_wait/group_interval are 1 s/2 s (the routes, matchers and inhibitions are the
-  generated ones), and every receiver is one webhook named after it, sending resolved notifications;
+  generated ones), and every receiver is one webhook named after it, sending resolved notifications (the
+  heartbeat's receivers keep the generated send_resolved: false, and its pings repeat every 2 s instead of 30 s);
+  Prometheus also evaluates the generated heartbeat rule, so a fault that stops it stops the pings;
 - etcd's heartbeat and election timeout are 250 ms/2.5 s (etcd's defaults are 100 ms/1 s): the lab shares
   two loaded cores with another test suite, and a stalled member there is not the fault under test.
 
@@ -219,6 +221,7 @@ class Lab:
     specs: tuple[str, ...] = LAB_SPECS  # the specs whose rules the lab's evaluator runs
     exporter: subprocess.Popen[bytes] | None = None  # node_exporter's process, for the faults that stop it
     extra_rules: Path | None = None  # a rule file Prometheus loads, empty until a fault writes it (then reload)
+    prometheus_server: PrometheusServer | None = None  # the process, for the fault that stops and restarts it
 
     def lab_alerts(self, severities: str = "page|ticket") -> list[dict[str, str]]:
         """Pending and firing alerts of the lab-fed specs at these severities, as label sets (vmalert writes
@@ -254,6 +257,19 @@ def lab_rules(workdir: Path, specs: tuple[str, ...] = LAB_SPECS, profile: str = 
     return paths
 
 
+def heartbeat_rules(workdir: Path) -> Path:
+    """The generated heartbeat (the dead man's switch) for Prometheus, evaluated every 2s like the lab's rules."""
+    document = yaml.safe_load(
+        (GENERATED / "prometheus" / "heartbeat" / "slo-compiler-heartbeat.rules.yaml").read_text()
+    )
+    for group in document["groups"]:
+        group["interval"] = "2s"
+    path = workdir / "rules" / "slo-compiler-heartbeat.rules.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def lab_alertmanager_config(workdir: Path, hook_port: int, broken: frozenset[str] = frozenset()) -> Path:
     """The generated Alertmanager config, every receiver one webhook named after it, timers in seconds; the
     ``broken`` receivers post to a port nothing listens on (a rotated secret's or a dead endpoint's failures)."""
@@ -263,11 +279,19 @@ def lab_alertmanager_config(workdir: Path, hook_port: int, broken: frozenset[str
         name = receiver["name"]
         for key in [k for k in receiver if k.endswith("_configs")]:
             del receiver[key]
+        # The heartbeat's receivers keep the generated send_resolved (false: the heartbeat service only counts pings).
+        resolved = not name.startswith("heartbeat-")
         port = closed if name in broken else hook_port
-        receiver["webhook_configs"] = [{"url": f"http://127.0.0.1:{port}/{name}", "send_resolved": True}]
+        receiver["webhook_configs"] = [{"url": f"http://127.0.0.1:{port}/{name}", "send_resolved": resolved}]
 
     def speed_up(route: dict[str, Any]) -> None:
-        for key, value in (("group_wait", "1s"), ("group_interval", "2s"), ("repeat_interval", "1h")):
+        # The heartbeat repeats every 2s instead of 30s (its pings are the signal); every other route repeats hourly.
+        heartbeat = route.get("receiver", "").startswith("heartbeat-")
+        for key, value in (
+            ("group_wait", "1s"),
+            ("group_interval", "2s"),
+            ("repeat_interval", "2s" if heartbeat else "1h"),
+        ):
             if key in route or route is config["route"]:
                 route[key] = value
         for child in route.get("routes", []):
@@ -345,10 +369,44 @@ def scrape_configs(
     ]
 
 
+@dataclass
+class PrometheusServer:
+    """The lab's Prometheus process: a fault stops it by its PID and starts it again on the same data directory."""
+
+    args: list[str]
+    port: int
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with self.log.open("ab") as sink:
+            self.proc = subprocess.Popen(self.args, stdout=sink, stderr=subprocess.STDOUT)
+        ready = servers.wait_until(lambda: urllib.request.urlopen(f"{self.url}/-/ready", timeout=2).status == 200, 60)
+        if not ready or self.proc.poll() is not None:
+            self.stop()
+            raise RuntimeError(self.log.read_text(errors="replace")[-3000:])
+
+    def stop(self) -> None:
+        """Terminate Prometheus by its PID (SIGTERM: it closes its head block cleanly), then kill it if it stays."""
+        if self.proc is None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+
 @contextmanager
 def prometheus(
     workdir: Path, rules: list[Path], am_port: int, scrapes: list[dict[str, Any]], port: int, *extra: str
-) -> Iterator[servers.Prometheus]:
+) -> Iterator[PrometheusServer]:
     config: dict[str, Any] = {
         "global": {"evaluation_interval": "2s", "scrape_interval": "1s"},
         "rule_files": [str(path) for path in rules],
@@ -366,8 +424,12 @@ def prometheus(
         "--web.enable-lifecycle",  # a fault reloads the rules with POST /-/reload
         *extra,
     ]
-    with servers.serving(args, port, workdir / "prometheus.log") as url:
-        yield servers.Prometheus(url)
+    server = PrometheusServer(args, port, workdir / "prometheus.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 @contextmanager
@@ -478,12 +540,14 @@ def running(
         if evaluator == "vmalert":
             specs = ETCD_SPECS + NODE_SPECS
             receiver = "--web.enable-remote-write-receiver"
-            prom = stack.enter_context(prometheus(workdir, [], am.port, scrapes, port, receiver))
+            server = stack.enter_context(prometheus(workdir, [], am.port, scrapes, port, receiver))
+            prom = servers.Prometheus(server.url)
             stack.enter_context(vmalert(workdir, lab_rules(workdir, specs, "vmalert"), prom.url, am.port))
             yield Lab(workdir, members, prom, am, sink, load, exporter_url, specs, exporter)
             return
         extra = workdir / "rules" / "lab-extra.rules.yaml"
-        rules = lab_rules(workdir)
+        rules = [*lab_rules(workdir), heartbeat_rules(workdir)]
         extra.write_text("groups: []\n", encoding="utf-8")
-        prom = stack.enter_context(prometheus(workdir, [*rules, extra], am.port, scrapes, port))
-        yield Lab(workdir, members, prom, am, sink, load, exporter_url, LAB_SPECS, exporter, extra)
+        server = stack.enter_context(prometheus(workdir, [*rules, extra], am.port, scrapes, port))
+        prom = servers.Prometheus(server.url)
+        yield Lab(workdir, members, prom, am, sink, load, exporter_url, LAB_SPECS, exporter, extra, server)
