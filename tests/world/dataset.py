@@ -7,7 +7,11 @@ names: an alert added to the library later is covered the day it is generated.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
+import tempfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +44,51 @@ from tests.world.topology import World
 WINDOW_MIN = 30
 
 
+_REPO = Path(__file__).resolve().parents[2]
+# Everything a data set is built from: the world's modules and the compiler's stack and bucket tables.
+_SOURCES = (_REPO / "tests" / "world", _REPO / "compiler" / "model")
+CACHE = _REPO / ".cache" / "world-data"
+
+
+def _sources_digest() -> str:
+    digest = hashlib.sha256()
+    for directory in _SOURCES:
+        for path in sorted(directory.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def every_series(world: World, stack: StackView) -> list[Series]:
-    """The whole world as one stack scrapes it."""
+    """The whole world as one stack scrapes it, from .cache/world-data/ when built before.
+
+    The cache key is the content of every module the data is built from, the world (its
+    clusters, minutes and faults) and the stack: any change to them builds the data again.
+    Entries built from other sources are removed when a new one is written.
+    """
+    sources = _sources_digest()
+    key = hashlib.sha256(f"{sources}\n{world!r}\n{stack!r}".encode()).hexdigest()
+    path = CACHE / f"{sources[:16]}-{key[:40]}.pickle.z"
+    try:
+        found: list[Series] = pickle.loads(zlib.decompress(path.read_bytes()))
+        return found
+    except (OSError, EOFError, zlib.error, pickle.UnpicklingError):
+        pass
+    out = build_series(world, stack)
+    try:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        for old in CACHE.glob("*.pickle.z"):
+            if not old.name.startswith(sources[:16]):
+                old.unlink(missing_ok=True)
+        with tempfile.NamedTemporaryFile(dir=CACHE, suffix=".tmp", delete=False) as temporary:
+            temporary.write(zlib.compress(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL), 1))
+        Path(temporary.name).replace(path)  # atomic: a parallel worker reads a whole file or none
+    except OSError:
+        pass  # a read-only checkout builds the data every time
+    return out
+
+
+def build_series(world: World, stack: StackView) -> list[Series]:
+    """The whole world as one stack scrapes it (no cache)."""
     out: list[Series] = []
     for cluster in world.clusters:
         for exporter in (control_plane.apiserver, control_plane.etcd, control_plane.scheduler, control_plane.coredns):
@@ -244,13 +291,13 @@ def write_test(
         + _raising_tests(world, expect)
         + _premise_tests(expect)
     )
-    # Only the series a rule or a check selects: the others cannot change a verdict, and loading them
-    # was most of promtool's time.
-    read = untouched.read_by(rule_files, [str(check["expr"]) for check in checks])
+    # Only the series a selector of a rule or a check matches (name and labels): the others cannot
+    # change a verdict, and parsing and loading them was most of promtool's time.
+    selection = untouched.selected_by(rule_files, [str(check["expr"]) for check in checks])
     inputs = [
         {"series": item.selector(), "values": notation(item.samples)}
         for item in data
-        if read is None or item.name in read
+        if selection is None or selection.keeps(item)
     ]
     document = {
         "rule_files": [str(rule) for rule in rule_files],

@@ -22,6 +22,8 @@ Condition = Callable[[int], bool]
 
 
 def _flags(world: World, node: Node, kind: str) -> list[bool]:
+    if not world.faults(node, kind):
+        return [False] * world.samples
     return [world.node_fault(node, kind, minute_of(i)) is not None for i in range(world.samples)]
 
 

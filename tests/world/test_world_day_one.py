@@ -193,6 +193,7 @@ def test_day_one_raises_nothing_but_the_listed_specs(stack: str, tmp_path: Path)
         expected=_expected(stack),
     )
     result = promtool.run(tmp_path, rules, world, stack, expect)
+    print(f"day one on {stack}: {result.series} series, promtool {result.seconds:.0f} s, {result.cpu:.0f} s CPU")
     assert result.ok, (
         f"day one on {stack} ({result.series} series, {result.seconds:.0f} s): an alert not listed in "
         "DAY_ONE_FAILURES pends or fires, a listed spec no longer raises anything (remove it from the "

@@ -160,7 +160,8 @@ def test_the_right_team_hears_by_the_deadline_and_nobody_else_is_paged(
     judged = [path for path in judged if path not in unchanged]
     result = promtool.run(workdir, judged, incident.world, stack, expect, data)
     print(
-        f"{incident.name} on {stack}: {result.seconds:.0f} s of promtool, {result.series} series, "
+        f"{incident.name} on {stack}: {result.seconds:.0f} s of promtool ({result.cpu:.0f} s CPU), "
+        f"{result.series} series, "
         f"{len(judged)} rule files judged, {len(unchanged)} left to day one"
     )
     assert result.ok, (

@@ -131,9 +131,13 @@ class World:
         return tuple(fault for fault in self.node_faults.get(node.name, ()) if fault.kind == kind)
 
     def node_fault(self, node: Node, kind: str, minute: float) -> Fault | None:
+        if node.name not in self.node_faults:  # most nodes: no timeline to look up
+            return None
         return self._timeline(node.name, kind, self.node_faults)[int(minute * 2)]
 
     def cluster_fault(self, cluster: str, kind: str, minute: float) -> Fault | None:
+        if cluster not in self.cluster_faults:
+            return None
         return self._timeline(cluster, kind, self.cluster_faults)[int(minute * 2)]
 
     def _timeline(self, key: str, kind: str, faults: dict[str, tuple[Fault, ...]]) -> tuple[Fault | None, ...]:

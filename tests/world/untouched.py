@@ -11,14 +11,22 @@ changes, that raises an expected alert, that reads ALERTS, or whose selector nam
 is always judged.
 
 The same reasoning drops series: a series no judged rule and no premise selects cannot change
-any ALERTS sample or premise, so ``read_by`` keeps only the metric names something reads
-(promtool's cost is mostly loading the input series, not evaluating the rules).
+any ALERTS sample or premise, so ``selected_by`` keeps only the series some selector matches, on
+its metric name and every label matcher (histogram buckets on an ``le`` no rule reads, ``up`` of
+jobs no rule names). promtool's cost is mostly parsing and loading the input series, not
+evaluating the rules: on day one this halves the series (29,775 to 13,794 on kube-prometheus).
+A regular expression Python cannot compile counts as matching everything (RE2 and Python agree
+on the constructs the library uses; a disagreement may only keep a series, never drop one that
+a compilable pattern matches differently, see ``_full_match``).
 """
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -30,19 +38,33 @@ from tests.world.timeline import Series
 _ALERT_SERIES = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
 
 
-def raw_reads(rule_file: Path) -> frozenset[str] | None:
-    """The raw metric names the file's rules select (its own recorded series left out); None: any."""
-    document = yaml.safe_load(rule_file.read_text(encoding="utf-8"))
+Selector = tuple[str, tuple[promql.Matcher, ...]]
+
+
+def raw_selectors(rule_file: Path) -> frozenset[Selector] | None:
+    """The raw selectors (metric name, matchers) the file's rules read, its own recorded series left out; None: any."""
+    return _raw_selectors(rule_file.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _raw_selectors(text: str) -> frozenset[Selector] | None:
+    document = yaml.safe_load(text)
     rules = [rule for group in document["groups"] for rule in group["rules"]]
     recorded = {rule["record"] for rule in rules if "record" in rule}
-    names: set[str] = set()
+    found: set[Selector] = set()
     for rule in rules:
-        for name, _matchers, _range in promql.selector_reads(rule["expr"]):
+        for name, matchers, _range in promql.selector_reads(rule["expr"]):
             if name is None or name in _ALERT_SERIES:
                 return None
             if name not in recorded:
-                names.add(name)
-    return frozenset(names)
+                found.add((name, matchers))
+    return frozenset(found)
+
+
+def raw_reads(rule_file: Path) -> frozenset[str] | None:
+    """The raw metric names the file's rules select (its own recorded series left out); None: any."""
+    found = raw_selectors(rule_file)
+    return None if found is None else frozenset(name for name, _matchers in found)
 
 
 def changed_metrics(incident: Iterable[Series], day_one: Iterable[Series], samples: int) -> set[str]:
@@ -63,6 +85,67 @@ def untouched(rule_files: Iterable[Path], changed: set[str]) -> list[Path]:
         if reads is not None and not reads & changed:
             kept.append(path)
     return kept
+
+
+@functools.cache
+def _pattern(value: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(value, re.DOTALL)
+    except re.error:
+        return None
+
+
+def _full_match(value: str, text: str) -> bool:
+    """Prometheus' anchored RE2 match; a pattern Python cannot compile matches everything (keeps the series)."""
+    pattern = _pattern(value)
+    return True if pattern is None else pattern.fullmatch(text) is not None
+
+
+def _matches(matcher: promql.Matcher, labels: dict[str, str]) -> bool:
+    value = labels.get(matcher.name, "")
+    if matcher.op == "=":
+        return value == matcher.value
+    if matcher.op == "!=":
+        return value != matcher.value
+    # A pattern Python cannot compile keeps the series whichever way the matcher points.
+    if _pattern(matcher.value) is None:
+        return True
+    return _full_match(matcher.value, value) == (matcher.op == "=~")
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The raw selectors something reads, by metric name: a series is kept when one of them matches it."""
+
+    by_name: dict[str, tuple[tuple[promql.Matcher, ...], ...]]
+
+    def keeps(self, item: Series) -> bool:
+        alternatives = self.by_name.get(item.name)
+        if not alternatives:
+            return False
+        labels = dict(item.labels)
+        labels["__name__"] = item.name
+        return any(all(_matches(matcher, labels) for matcher in matchers) for matchers in alternatives)
+
+
+def selected_by(rule_files: Iterable[Path], expressions: Iterable[str]) -> Selection | None:
+    """Every raw selector the files' rules and the expressions read; None when one selects any name."""
+    found: set[Selector] = set()
+    for path in rule_files:
+        reads = raw_selectors(path)
+        if reads is None:
+            return None
+        found |= reads
+    for expr in expressions:
+        for name, matchers, _range in promql.selector_reads(expr):
+            if name is None:
+                return None
+            if name not in _ALERT_SERIES:
+                found.add((name, matchers))
+    by_name: dict[str, list[tuple[promql.Matcher, ...]]] = defaultdict(list)
+    for name, matchers in sorted(found, key=repr):
+        by_name[name].append(matchers)
+    return Selection({name: tuple(alternatives) for name, alternatives in by_name.items()})
 
 
 def read_by(rule_files: Iterable[Path], expressions: Iterable[str]) -> frozenset[str] | None:

@@ -54,3 +54,33 @@ def test_the_series_kept_are_those_a_rule_or_a_check_reads(tmp_path: Path) -> No
     assert untouched.raw_reads(rules) == frozenset({"errors_total", "requests_total"})
     checks = ['max_over_time(ALERTS{severity="page"}[30m])', "count(up == 0)"]
     assert untouched.read_by([rules], checks) == frozenset({"errors_total", "requests_total", "up"})
+
+
+def test_the_series_kept_are_those_a_selector_matches_on_name_and_labels(tmp_path: Path) -> None:
+    rules = _rules(
+        tmp_path,
+        "latency",
+        'sum(rate(latency_bucket{le=~"0.5|\\\\+Inf",verb!="WATCH"}[5m]))',
+        'latency:recorded > 0 and on() count(up{job="api"} == 0) > 0',
+    )
+    selection = untouched.selected_by([rules], ['count(errors_total{code=~"5.."})'])
+    assert selection is not None
+
+    def kept(name: str, **labels: str) -> bool:
+        return selection.keeps(series(name, labels, [1.0]))
+
+    assert kept("latency_bucket", le="0.5", verb="GET") and kept("latency_bucket", le="+Inf")
+    assert not kept("latency_bucket", le="0.25", verb="GET")  # an edge no rule reads
+    assert not kept("latency_bucket", le="0.5", verb="WATCH")  # a negative matcher
+    assert kept("up", job="api") and not kept("up", job="node")
+    assert kept("errors_total", code="503") and not kept("errors_total", code="200")  # a check's selector
+    assert not kept("unread_total", job="api")
+    # Day one's assertions on ALERTS and a nameless selector read everything: nothing can be dropped.
+    assert untouched.selected_by([rules], ['count({__name__=~"late.*"})']) is None
+
+
+def test_a_pattern_python_cannot_read_keeps_every_series(tmp_path: Path) -> None:
+    # RE2's Unicode class \\pL: Python's re refuses it, so the matcher cannot drop anything.
+    rules = _rules(tmp_path, "odd", 'sum(up{job=~"\\\\pL+"})', "odd:recorded > 0")
+    selection = untouched.selected_by([rules], [])
+    assert selection is not None and selection.keeps(series("up", {"job": "1"}, [1.0]))
