@@ -1,0 +1,132 @@
+"""Clock-bound scenarios started early, so their waits overlap the rest of the session instead of holding a
+worker idle.
+
+Some tests start real engines and wait for ``for``, ``keep_firing_for`` and evaluations to happen on the
+clock (a minute or more of real time for a few seconds of CPU). A test module registers such a run with
+``@clockwork.scenario(__file__)``: a function of (an ExitStack for what must live until the test is done,
+a stop event to wait on instead of ``time.sleep``, a temp dir) that starts the engines, waits, collects
+what the test asserts and returns it. As soon as a session has collected a test of that module (in each
+pytest-xdist worker that collected it: with worksteal any worker may run the test, so each starts its own
+run, which costs a few seconds of CPU and is correct whichever worker runs it), the run starts in a
+background thread; the test's fixture calls ``result``, which waits for the run (usually long done) and
+re-raises its failure. ``close`` stops its engines (by PID) and removes its temp dir; the session's end
+closes every run, finished or not.
+
+Every assertion stays in the test: the scenario only records facts. A scenario's timeline is relative to
+its own start, so it does not matter how long after it the test runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+T = TypeVar("T")
+Run = Callable[[contextlib.ExitStack, threading.Event, Path], T]
+
+
+class StoppedError(Exception):
+    """The session ended before the scenario's clock ran out."""
+
+
+def wait(stop: threading.Event, seconds: float) -> None:
+    """``time.sleep`` for a scenario: raises StoppedError when the session ends meanwhile."""
+    if seconds > 0 and stop.wait(seconds):
+        raise StoppedError
+
+
+@dataclass
+class _Scenario:
+    module: Path | None  # started as soon as a test of it is collected (None: when a test asks)
+    run: Run[Any]
+    stop: threading.Event = field(default_factory=threading.Event)
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    thread: threading.Thread | None = None
+    workdir: Path | None = None
+    value: Any = None
+    error: BaseException | None = None
+
+    def start(self) -> None:
+        if self.thread is not None:
+            return
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"clockwork-{self.run.__name__}-"))
+        self.thread = threading.Thread(target=self._body, name=f"clockwork {self.run.__name__}", daemon=True)
+        self.thread.start()
+
+    def _body(self) -> None:
+        assert self.workdir is not None
+        try:
+            self.value = self.run(self.stack, self.stop, self.workdir)
+        except BaseException as exc:  # handed to the test that asks for the result
+            self.error = exc
+
+    def close(self) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=60)
+        self.stack.close()
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+        self.thread, self.workdir, self.value, self.error = None, None, None, None
+        self.stop = threading.Event()
+        self.stack = contextlib.ExitStack()
+
+
+# By module file and name: a module imported twice (by pytest's collection as ``test_x`` and by a conftest as
+# ``tests.engines.test_x``) registers its scenarios once.
+_SCENARIOS: dict[tuple[str, str], _Scenario] = {}
+
+
+def _key(run: Run[Any]) -> tuple[str, str]:
+    return run.__code__.co_filename, run.__qualname__
+
+
+def scenario(module_file: str, early: bool = True) -> Callable[[Run[T]], Run[T]]:
+    """Register ``run`` as the clock-bound scenario of the test module ``module_file`` (pass ``__file__``);
+    ``early=False`` (say, when the module's tests will be skipped) leaves it to start when a test asks."""
+
+    def register(run: Run[T]) -> Run[T]:
+        _SCENARIOS.setdefault(_key(run), _Scenario(Path(module_file).resolve() if early else None, run))
+        return run
+
+    return register
+
+
+def result(run: Run[T]) -> T:
+    """What ``run`` returned, waiting for it (and starting it when nothing has): its failure is raised here."""
+    found = _SCENARIOS[_key(run)]
+    found.start()
+    assert found.thread is not None
+    found.thread.join()
+    if found.error is not None:
+        raise found.error
+    value: T = found.value
+    return value
+
+
+def close(run: Run[Any]) -> None:
+    """Stop the engines ``run`` left running and remove its temp dir (a later ``result`` runs it again)."""
+    _SCENARIOS[_key(run)].close()
+
+
+def start_collected(session: pytest.Session) -> None:
+    """Start the scenario of every module the session has collected a test of (none for --collect-only)."""
+    if session.config.option.collectonly:
+        return
+    modules = {item.path.resolve() for item in session.items}
+    for found in _SCENARIOS.values():
+        if found.module in modules:
+            found.start()
+
+
+def close_all() -> None:
+    for found in _SCENARIOS.values():
+        found.close()
