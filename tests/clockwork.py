@@ -3,16 +3,17 @@ worker idle.
 
 Some tests start real engines and wait for ``for``, ``keep_firing_for`` and evaluations to happen on the
 clock (a minute or more of real time for a few seconds of CPU). A test module registers such a run with
-``@clockwork.scenario(__file__)``: a function of (an ExitStack for what must live until the test is done,
-a stop event to wait on instead of ``time.sleep``, a temp dir) that starts the engines, waits, collects
-what the test asserts and returns it. As soon as a session has collected a test of that module (in each
-pytest-xdist worker that collected it: with worksteal any worker may run the test, so each starts its own
-run, which costs a few seconds of CPU and is correct whichever worker runs it), the run starts in a
-background thread; the test's fixture calls ``result``, which waits for the run (usually long done) and
-re-raises its failure. ``close`` stops its engines (by PID) and removes its temp dir; the session's end
-closes every run, finished or not.
+``@clockwork.scenario``: a function of (an ExitStack for what must live until the test is done, a stop
+event to wait on instead of ``time.sleep``, a temp dir) that starts the engines, waits, collects what the
+test asserts and returns it; each test that reads it says so with ``@clockwork.needs(run)``. As soon as a
+session has collected such a test (in each pytest-xdist worker that collected it: with worksteal any
+worker may run the test, so each starts its own run, which costs a few seconds of CPU and is correct
+whichever worker runs it), the run starts in a background thread; the test (or its fixture) calls
+``result``, which waits for the run (usually long done) and re-raises its failure. ``close`` stops its
+engines (by PID) and removes its temp dir; the session's end closes every run, finished or not.
 
-Every assertion stays in the test: the scenario only records facts. A scenario's timeline is relative to
+Every assertion about behaviour stays in the test: the scenario records facts (and checks only its own
+preconditions, such as the specs compiling). A scenario's timeline is relative to
 its own start, so it does not matter how long after it the test runs.
 """
 
@@ -30,7 +31,9 @@ from typing import Any, TypeVar
 import pytest
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 Run = Callable[[contextlib.ExitStack, threading.Event, Path], T]
+_NEEDS = "clockwork_needs"  # the attribute ``needs`` sets on a test function: the keys of its scenarios
 
 
 class StoppedError(Exception):
@@ -45,8 +48,8 @@ def wait(stop: threading.Event, seconds: float) -> None:
 
 @dataclass
 class _Scenario:
-    module: Path | None  # started as soon as a test of it is collected (None: when a test asks)
     run: Run[Any]
+    early: bool  # started as soon as a test that needs it is collected (False: when a test asks)
     stop: threading.Event = field(default_factory=threading.Event)
     stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     thread: threading.Thread | None = None
@@ -89,15 +92,25 @@ def _key(run: Run[Any]) -> tuple[str, str]:
     return run.__code__.co_filename, run.__qualname__
 
 
-def scenario(module_file: str, early: bool = True) -> Callable[[Run[T]], Run[T]]:
-    """Register ``run`` as the clock-bound scenario of the test module ``module_file`` (pass ``__file__``);
-    ``early=False`` (say, when the module's tests will be skipped) leaves it to start when a test asks."""
+def scenario(*, early: bool = True) -> Callable[[Run[T]], Run[T]]:
+    """Register ``run`` as a clock-bound scenario; ``early=False`` (say, when the tests that need it will be
+    skipped) leaves it to start when a test asks for its result."""
 
     def register(run: Run[T]) -> Run[T]:
-        _SCENARIOS.setdefault(_key(run), _Scenario(Path(module_file).resolve() if early else None, run))
+        _SCENARIOS.setdefault(_key(run), _Scenario(run, early))
         return run
 
     return register
+
+
+def needs(*runs: Run[Any]) -> Callable[[F], F]:
+    """Mark a test as reading ``runs``: collecting it starts them."""
+
+    def mark(test: F) -> F:
+        setattr(test, _NEEDS, (*getattr(test, _NEEDS, ()), *(_key(run) for run in runs)))
+        return test
+
+    return mark
 
 
 def result(run: Run[T]) -> T:
@@ -118,13 +131,13 @@ def close(run: Run[Any]) -> None:
 
 
 def start_collected(session: pytest.Session) -> None:
-    """Start the scenario of every module the session has collected a test of (none for --collect-only)."""
+    """Start every scenario a collected test needs (none for --collect-only)."""
     if session.config.option.collectonly:
         return
-    modules = {item.path.resolve() for item in session.items}
-    for found in _SCENARIOS.values():
-        if found.module in modules:
-            found.start()
+    for item in session.items:
+        for key in getattr(getattr(item, "function", None), _NEEDS, ()):
+            if key in _SCENARIOS and _SCENARIOS[key].early:
+                _SCENARIOS[key].start()
 
 
 def close_all() -> None:

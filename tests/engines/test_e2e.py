@@ -186,9 +186,9 @@ def _received(hook: servers.Webhook) -> dict[str, list[dict[str, Any]]]:
     return {receiver: hook.alerts(receiver) for receiver in sorted(hook.receivers())}
 
 
-@clockwork.scenario(__file__)
+@clockwork.scenario()
 def incident_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Incident:
-    """Started when the session collects this module (tests/clockwork.py): the incident through the stack."""
+    """Started when the session collects a test that needs it (tests/clockwork.py): the incident through the stack."""
     engines = stack.enter_context(running(library(), workdir, INCIDENTS))
 
     def delivered() -> bool:
@@ -212,6 +212,7 @@ def incident_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Inci
     return Incident(ok, received, inhibited, firing, _received(engines.webhook), engines.prometheus.rule_groups())
 
 
+@clockwork.needs(incident_run)
 def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model) -> None:
     run = clockwork.result(incident_run)
     clockwork.close(incident_run)
@@ -303,9 +304,9 @@ class Panels:
     empty: list[str]  # where the query returned no data
 
 
-@clockwork.scenario(__file__)
+@clockwork.scenario()
 def panels_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Panels:
-    """Started when the session collects this module (tests/clockwork.py): recorded history backfilled in
+    """Started when the session collects a test that needs it (tests/clockwork.py): recorded history backfilled in
     stages, then every panel query of the incident specs asked of the final server."""
     now = int(time.time()) // 60 * 60
     start = now - HISTORY_MINUTES * 60
@@ -330,6 +331,7 @@ def panels_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Panels
     return Panels(firing, queries, empty)
 
 
+@clockwork.needs(panels_run)
 def test_every_dashboard_panel_about_the_incident_returns_data() -> None:
     """With recorded history backfilled in stages, every panel query of the incident specs returns data."""
     run = clockwork.result(panels_run)
@@ -353,9 +355,9 @@ class Calm:
     alertmanager: list[dict[str, Any]]  # every alert Alertmanager held
 
 
-@clockwork.scenario(__file__)
+@clockwork.scenario()
 def calm_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Calm:
-    """Started when the session collects this module (tests/clockwork.py): the calm data set through the stack
+    """Started when the session collects a test that needs it (tests/clockwork.py): the calm data set through the stack
     for long enough that the recorded series exist, every `for` passes and a notification could go out."""
     run = stack.enter_context(running(library(), workdir, dict.fromkeys(INCIDENTS, 0.0)))
     recorded = servers.wait_until(lambda: bool(run.prometheus.query("slo:sli_total:rate5m")), 30)
@@ -369,6 +371,7 @@ def calm_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Calm:
     )
 
 
+@clockwork.needs(calm_run)
 def test_a_calm_data_set_pages_nobody() -> None:
     run = clockwork.result(calm_run)
     clockwork.close(calm_run)

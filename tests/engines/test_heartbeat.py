@@ -4,8 +4,8 @@ foreign alerts reach the receiver the project names; amtool and promtool accept 
 The end-to-end test runs the generated files as they are (only the heartbeat URL points at a local
 sink, and the project's own settings are short: rules every 2s, a heartbeat every 5s): Alertmanager
 0.25 with the generated alertmanager.yaml, Prometheus 2.42 with the generated heartbeat rule file. It takes
-about 35 s of real time for a second of CPU: it starts when the session collects this module
-(tests/clockwork.py), so the wait overlaps other tests.
+about 35 s of real time for a second of CPU: it starts when the session collects a test that
+needs it (tests/clockwork.py), so the wait overlaps other tests.
 """
 
 from __future__ import annotations
@@ -139,9 +139,9 @@ class Run:
     later: list[float]  # every ping's time, 2 intervals after it left
 
 
-@clockwork.scenario(__file__)
+@clockwork.scenario()
 def heartbeat_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
-    """Started when the session collects this module (tests/clockwork.py): the generated heartbeat through
+    """Started when the session collects a test that needs it (tests/clockwork.py): the generated heartbeat through
     Alertmanager to a sink while Prometheus runs, then after Prometheus stops; the test asserts on it."""
     sink = stack.enter_context(servers.webhook())
     out = generate(workdir, sink.port)
@@ -165,6 +165,7 @@ def heartbeat_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run
     return Run(pinged, arrived, received, receivers, expired, left, stopped, gone, count, later)
 
 
+@clockwork.needs(heartbeat_run)
 def test_heartbeat_reaches_the_sink_at_its_cadence_and_stops_when_prometheus_stops() -> None:
     run = clockwork.result(heartbeat_run)
     clockwork.close(heartbeat_run)

@@ -3,7 +3,8 @@ server over backfilled incident and calm data, and the replay's firing intervals
 the server recorded in ``ALERTS`` (exactly when the replay's evaluation timestamps are the
 server's, within one evaluation interval through the command line, which aligns them to the
 interval). The run takes about 75 s of real time (``for`` and ``keep_firing_for``) for a few seconds
-of CPU: it starts when the session collects this module (tests/clockwork.py), so the wait overlaps other tests."""
+of CPU: it starts when the session collects a test that needs it (tests/clockwork.py), so the wait
+overlaps other tests."""
 
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ Key = tuple[str, tuple[tuple[str, str], ...]]
 Compiled = tuple[Path, Model, dict[str, bytes]]
 
 
-@clockwork.scenario(__file__)
+@clockwork.scenario()
 def backtest_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> tuple[Compiled, str, dict[str, Any]]:
-    """Started when the session collects this module (tests/clockwork.py): the compiled specs, then the
+    """Started when the session collects a test that needs it (tests/clockwork.py): the compiled specs, then the
     server after the run (left running for the replays) and the live facts (first and last evaluation, ALERTS)."""
     tree = live_data.write_tree(workdir / "specs", live_data.BACKTEST_SPECS, live_data.BACKTEST_PROJECT)
     model, diagnostics = compile_specs(tree)
@@ -121,6 +122,7 @@ def replayed(intervals: list[Interval]) -> dict[Key, list[tuple[float, float | N
     return runs
 
 
+@clockwork.needs(backtest_run)
 def test_the_replay_equals_what_the_live_server_fired(live: tuple[str, dict[str, Any]], compiled: Compiled) -> None:
     url, seen = live
     _, model, files = compiled
@@ -164,6 +166,7 @@ def assert_close(
             assert resolved is None or mine_resolved is None or abs(mine_resolved - resolved) <= slack, key
 
 
+@clockwork.needs(backtest_run)
 def test_the_command_line_agrees_within_one_interval_and_reports(
     live: tuple[str, dict[str, Any]], compiled: Compiled, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,7 +4,7 @@ the real Prometheus 2.42 run the same specs over the same incident and calm data
 to its own Alertmanager, and the same alerts must reach both with the same labels. Where the
 engines differ (the label vmalert adds, when they fire) the test says so, and the manual too (docs/engines.md).
 The run takes about 65 s of real time (``for``) for a few seconds of CPU: it starts when the session
-collects this module (tests/clockwork.py), so the wait overlaps other tests."""
+collects a test that needs it (tests/clockwork.py), so the wait overlaps other tests."""
 
 from __future__ import annotations
 
@@ -142,9 +142,9 @@ class Run:
     now: float
 
 
-@clockwork.scenario(__file__, early=INSTALLED)
+@clockwork.scenario(early=INSTALLED)
 def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
-    """Started when the session collects this module (tests/clockwork.py): both engines over the same data,
+    """Started when the session collects a test that needs it (tests/clockwork.py): both engines over the same data,
     each sending to its own Alertmanager, watched for the run; the test asserts on what they sent."""
     tree = live_data.write_tree(workdir / "specs", SPECS, live_data.BACKTEST_VMALERT_PROJECT)
     model, diagnostics = compile_specs(tree)
@@ -199,6 +199,7 @@ def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
     return Run(names, vm_keys, seen, first, now)
 
 
+@clockwork.needs(vmalert_run)
 def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends() -> None:
     run = clockwork.result(vmalert_run)
     clockwork.close(vmalert_run)
