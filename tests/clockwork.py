@@ -3,14 +3,20 @@ worker idle.
 
 Some tests start real engines and wait for ``for``, ``keep_firing_for`` and evaluations to happen on the
 clock (a minute or more of real time for a few seconds of CPU). A test module registers such a run with
-``@clockwork.scenario``: a function of (an ExitStack for what must live until the test is done, a stop
-event to wait on instead of ``time.sleep``, a temp dir) that starts the engines, waits, collects what the
-test asserts and returns it; each test that reads it says so with ``@clockwork.needs(run)``. As soon as a
+``@clockwork.scenario``: a function of a ``Clock`` (an ExitStack for what must live until the test is done,
+a temp dir, ``wait`` instead of ``time.sleep``) that starts the engines, waits, collects what the test
+asserts and returns it; each test that reads it says so with ``@clockwork.needs(run)``. As soon as a
 session has collected such a test (in each pytest-xdist worker that collected it: with worksteal any
 worker may run the test, so each starts its own run, which costs a few seconds of CPU and is correct
 whichever worker runs it), the run starts in a background thread; the test (or its fixture) calls
 ``result``, which waits for the run (usually long done) and re-raises its failure. ``close`` stops its
 engines (by PID) and removes its temp dir; the session's end closes every run, finished or not.
+
+The run is in a thread of a process whose tests may patch global state meanwhile (``targets.TARGETS``,
+``Path.write_bytes``, the working directory): its in-process part (compiling, rendering, writing files) comes
+before it calls ``clock.ready()``, and until then the session waits (tests/servers.py finds its programs
+on the PATH the session started with, which a test may empty for a moment). After ``ready`` it only runs
+programs, talks HTTP and waits.
 
 Every assertion about behaviour stays in the test: the scenario records facts (and checks only its own
 preconditions, such as the specs compiling). A scenario's timeline is relative to
@@ -32,7 +38,6 @@ import pytest
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-Run = Callable[[contextlib.ExitStack, threading.Event, Path], T]
 _NEEDS = "clockwork_needs"  # the attribute ``needs`` sets on a test function: the keys of its scenarios
 
 
@@ -40,47 +45,64 @@ class StoppedError(Exception):
     """The session ended before the scenario's clock ran out."""
 
 
-def wait(stop: threading.Event, seconds: float) -> None:
-    """``time.sleep`` for a scenario: raises StoppedError when the session ends meanwhile."""
-    if seconds > 0 and stop.wait(seconds):
-        raise StoppedError
+@dataclass
+class Clock:
+    """What a scenario runs with."""
+
+    workdir: Path  # its own temp dir, removed by close
+    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)  # closed by close
+    stop: threading.Event = field(default_factory=threading.Event)  # set by close
+    prepared: threading.Event = field(default_factory=threading.Event)
+
+    def ready(self) -> None:
+        """The in-process part is done: the session goes on while the engines run."""
+        self.prepared.set()
+
+    def wait(self, seconds: float) -> None:
+        """``time.sleep`` for a scenario: raises StoppedError when the session ends meanwhile."""
+        if seconds > 0 and self.stop.wait(seconds):
+            raise StoppedError
+
+
+Run = Callable[[Clock], T]
 
 
 @dataclass
 class _Scenario:
     run: Run[Any]
     early: bool  # started as soon as a test that needs it is collected (False: when a test asks)
-    stop: threading.Event = field(default_factory=threading.Event)
-    stack: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    clock: Clock | None = None
     thread: threading.Thread | None = None
-    workdir: Path | None = None
     value: Any = None
     error: BaseException | None = None
 
     def start(self) -> None:
+        """Start the run in its thread and return once it is ready (or over)."""
         if self.thread is not None:
             return
-        self.workdir = Path(tempfile.mkdtemp(prefix=f"clockwork-{self.run.__name__}-"))
+        self.clock = Clock(Path(tempfile.mkdtemp(prefix=f"clockwork-{self.run.__name__}-")))
         self.thread = threading.Thread(target=self._body, name=f"clockwork {self.run.__name__}", daemon=True)
         self.thread.start()
+        self.clock.prepared.wait()
 
     def _body(self) -> None:
-        assert self.workdir is not None
+        assert self.clock is not None
         try:
-            self.value = self.run(self.stack, self.stop, self.workdir)
+            self.value = self.run(self.clock)
         except BaseException as exc:  # handed to the test that asks for the result
             self.error = exc
+        finally:
+            self.clock.ready()
 
     def close(self) -> None:
-        self.stop.set()
+        if self.clock is not None:
+            self.clock.stop.set()
         if self.thread is not None:
             self.thread.join(timeout=60)
-        self.stack.close()
-        if self.workdir is not None:
-            shutil.rmtree(self.workdir, ignore_errors=True)
-        self.thread, self.workdir, self.value, self.error = None, None, None, None
-        self.stop = threading.Event()
-        self.stack = contextlib.ExitStack()
+        if self.clock is not None:
+            self.clock.stack.close()
+            shutil.rmtree(self.clock.workdir, ignore_errors=True)
+        self.clock, self.thread, self.value, self.error = None, None, None, None
 
 
 # By module file and name: a module imported twice (by pytest's collection as ``test_x`` and by a conftest as

@@ -19,7 +19,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -144,14 +144,18 @@ class Stack:
 
 
 @contextmanager
-def running(model: Model, workdir: Path, values: dict[str, float]) -> Iterator[Stack]:
+def running(clock: clockwork.Clock, values: dict[str, float]) -> Iterator[Stack]:
+    workdir = clock.workdir
     start = int(time.time()) // 60 * 60 - HISTORY_MINUTES * 60
-    blocks = servers.backfill(data_set(model, values, start), workdir)
+    data = data_set(library(), values, start)
+    rules = fast_rules(workdir, list(INCIDENTS))
     with servers.webhook() as hook:
         config = routed_to_webhook(workdir, hook.port)
+        clock.ready()
+        blocks = servers.backfill(data, workdir)
         with (
             servers.alertmanager(workdir, config) as am,
-            servers.prometheus(workdir, fast_rules(workdir, list(INCIDENTS)), am.port, blocks) as prom,
+            servers.prometheus(workdir, rules, am.port, blocks) as prom,
         ):
             yield Stack(prom, am, hook)
 
@@ -187,9 +191,9 @@ def _received(hook: servers.Webhook) -> dict[str, list[dict[str, Any]]]:
 
 
 @clockwork.scenario()
-def incident_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Incident:
+def incident_run(clock: clockwork.Clock) -> Incident:
     """Started when the session collects a test that needs it (tests/clockwork.py): the incident through the stack."""
-    engines = stack.enter_context(running(library(), workdir, INCIDENTS))
+    engines = clock.stack.enter_context(running(clock, INCIDENTS))
 
     def delivered() -> bool:
         return all(
@@ -305,13 +309,15 @@ class Panels:
 
 
 @clockwork.scenario()
-def panels_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Panels:
+def panels_run(clock: clockwork.Clock) -> Panels:
     """Started when the session collects a test that needs it (tests/clockwork.py): recorded history backfilled in
     stages, then every panel query of the incident specs asked of the final server."""
+    workdir = clock.workdir
     now = int(time.time()) // 60 * 60
     start = now - HISTORY_MINUTES * 60
-    blocks = servers.backfill(data_set(library(), INCIDENTS, start), workdir)
+    data = data_set(library(), INCIDENTS, start)
     rules = fast_rules(workdir, list(INCIDENTS))
+    stage_files = []
     for stage, records in enumerate(RECORDING_STAGES):
         stage_file = workdir / f"stage-{stage}.rules.yaml"
         groups = []
@@ -322,11 +328,15 @@ def panels_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Panels
                 if kept:
                     groups.append({"name": group["name"], "interval": "1m", "rules": kept})
         stage_file.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
+        stage_files.append(stage_file)
+    queries = dashboard_queries(set(INCIDENTS))
+    clock.ready()
+    blocks = servers.backfill(data, workdir)
+    for stage, stage_file in enumerate(stage_files):
         with servers.prometheus(_mkdir(workdir / f"stage-{stage}"), [], None, blocks) as prom:
             servers.backfill_rules(prom, stage_file, start, now, blocks, workdir)
     with servers.prometheus(_mkdir(workdir / "final"), rules, None, blocks) as prom:
         firing = servers.wait_until(lambda: bool(prom.query('ALERTS{alertstate="firing"}')), 60)
-        queries = dashboard_queries(set(INCIDENTS))
         empty = [where for where, expr in queries if not prom.query(expr)]
     return Panels(firing, queries, empty)
 
@@ -356,12 +366,12 @@ class Calm:
 
 
 @clockwork.scenario()
-def calm_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Calm:
+def calm_run(clock: clockwork.Clock) -> Calm:
     """Started when the session collects a test that needs it (tests/clockwork.py): the calm data set through the stack
     for long enough that the recorded series exist, every `for` passes and a notification could go out."""
-    run = stack.enter_context(running(library(), workdir, dict.fromkeys(INCIDENTS, 0.0)))
+    run = clock.stack.enter_context(running(clock, dict.fromkeys(INCIDENTS, 0.0)))
     recorded = servers.wait_until(lambda: bool(run.prometheus.query("slo:sli_total:rate5m")), 30)
-    clockwork.wait(stop, 20)
+    clock.wait(20)
     return Calm(
         recorded,
         run.prometheus.query('ALERTS{alertstate="firing"}'),

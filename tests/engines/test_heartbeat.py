@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-import threading
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,12 +138,14 @@ class Run:
 
 
 @clockwork.scenario()
-def heartbeat_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
+def heartbeat_run(clock: clockwork.Clock) -> Run:
     """Started when the session collects a test that needs it (tests/clockwork.py): the generated heartbeat through
     Alertmanager to a sink while Prometheus runs, then after Prometheus stops; the test asserts on it."""
-    sink = stack.enter_context(servers.webhook())
+    workdir = clock.workdir
+    sink = clock.stack.enter_context(servers.webhook())
     out = generate(workdir, sink.port)
-    am = stack.enter_context(servers.alertmanager(workdir, out / alertmanager.CONFIG_PATH))
+    clock.ready()
+    am = clock.stack.enter_context(servers.alertmanager(workdir, out / alertmanager.CONFIG_PATH))
     rules = [out / "prometheus" / "heartbeat" / "slo-compiler-heartbeat.rules.yaml"]
     with servers.prometheus(workdir, rules, am.port, workdir / "tsdb"):
         pinged = servers.wait_until(lambda: len(sink.arrived.get("heartbeat", [])) >= 3, 40)
@@ -157,7 +157,7 @@ def heartbeat_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run
     gone = time.monotonic()
     left = _heartbeat_alerts(am)
     count = len(sink.arrived.get("heartbeat", []))
-    clockwork.wait(stop, 2 * INTERVAL_S + 1)
+    clock.wait(2 * INTERVAL_S + 1)
     with sink.lock:
         later = list(sink.arrived.get("heartbeat", []))
         received = list(sink.received.get("heartbeat", []))

@@ -9,10 +9,8 @@ overlaps other tests."""
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -40,9 +38,10 @@ Compiled = tuple[Path, Model, dict[str, bytes]]
 
 
 @clockwork.scenario()
-def backtest_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> tuple[Compiled, str, dict[str, Any]]:
+def backtest_run(clock: clockwork.Clock) -> tuple[Compiled, str, dict[str, Any]]:
     """Started when the session collects a test that needs it (tests/clockwork.py): the compiled specs, then the
     server after the run (left running for the replays) and the live facts (first and last evaluation, ALERTS)."""
+    workdir = clock.workdir
     tree = live_data.write_tree(workdir / "specs", live_data.BACKTEST_SPECS, live_data.BACKTEST_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
@@ -52,14 +51,15 @@ def backtest_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> tupl
         now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT, now + DRAINED_AT
     )
     (workdir / "server").mkdir()
-    blocks = servers.backfill(text, workdir / "server")
     rule_files = []
     for slo in model.slos:
         path = workdir / "server" / f"{slo.name}.rules.yaml"
         path.write_bytes(files[rules_path(slo)])
         rule_files.append(path)
-    prom = stack.enter_context(servers.prometheus(workdir / "server", rule_files, None, blocks))
-    clockwork.wait(stop, now + RUN_FOR - time.time())
+    clock.ready()
+    blocks = servers.backfill(text, workdir / "server")
+    prom = clock.stack.enter_context(servers.prometheus(workdir / "server", rule_files, None, blocks))
+    clock.wait(now + RUN_FOR - time.time())
     return (tree, model, files), prom.url, facts(prom)
 
 

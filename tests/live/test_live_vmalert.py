@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -143,9 +142,10 @@ class Run:
 
 
 @clockwork.scenario(early=INSTALLED)
-def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
+def vmalert_run(clock: clockwork.Clock) -> Run:
     """Started when the session collects a test that needs it (tests/clockwork.py): both engines over the same data,
     each sending to its own Alertmanager, watched for the run; the test asserts on what they sent."""
+    workdir = clock.workdir
     tree = live_data.write_tree(workdir / "specs", SPECS, live_data.BACKTEST_VMALERT_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
@@ -154,13 +154,14 @@ def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
     assert all(rules_path(slo) in files for slo in model.slos)
     now = int(time.time())
     data = live_data.backtest_data(now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT)
-    blocks = servers.backfill(data, workdir)
     prom_rules = write_rules(workdir, files, "prometheus/rules", names)
     vm_rules = write_rules(workdir, files, "vmalert", names)
     vm_keys = {
         key for path in vm_rules for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"] for key in r
     }
     config = null_alertmanager_config(workdir)
+    clock.ready()
+    blocks = servers.backfill(data, workdir)
     seen: dict[str, set[Alert]] = {"prometheus": set(), "vmalert": set()}
     first: dict[tuple[str, str], float] = {}
 
@@ -183,7 +184,7 @@ def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
         while time.time() < now + RUN_FOR:
             for engine, am in (("prometheus", am_prom), ("vmalert", am_vm)):
                 watch(engine, am)
-            clockwork.wait(stop, 1)
+            clock.wait(1)
         # An alert Prometheus sent near the end reaches vmalert's Alertmanager up to LAG_S later: keep
         # watching vmalert that long (and no longer) before comparing, so the race is not a difference;
         # inside the `with`, while its Alertmanager still runs.
@@ -195,7 +196,7 @@ def vmalert_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> Run:
 
         while time.time() < deadline and missing_in_vmalert():
             watch("vmalert", am_vm)
-            clockwork.wait(stop, 1)
+            clock.wait(1)
     return Run(names, vm_keys, seen, first, now)
 
 

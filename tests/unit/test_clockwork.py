@@ -4,10 +4,9 @@ run still waiting and closes what it left open."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,24 +28,34 @@ def engine(name: str) -> Iterator[str]:
 
 
 @clockwork.scenario(early=False)
-def counted_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> tuple[str, bool]:
-    STARTS.append(workdir)
-    return stack.enter_context(engine("counted")), workdir.is_dir()
+def counted_run(clock: clockwork.Clock) -> tuple[str, bool]:
+    STARTS.append(clock.workdir)
+    clock.ready()
+    return clock.stack.enter_context(engine("counted")), clock.workdir.is_dir()
 
 
 @clockwork.scenario(early=False)
-def failing_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> None:
+def failing_run(clock: clockwork.Clock) -> None:
     raise ValueError("the engine did not start")
 
 
 @clockwork.scenario(early=False)
-def waiting_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> None:
-    stack.enter_context(engine("waiting"))
-    clockwork.wait(stop, 600)
+def waiting_run(clock: clockwork.Clock) -> None:
+    clock.stack.enter_context(engine("waiting"))
+    clock.ready()
+    clock.wait(600)
+
+
+@clockwork.scenario(early=False)
+def preparing_run(clock: clockwork.Clock) -> None:
+    time.sleep(0.3)
+    STARTS.append(clock.workdir)  # the in-process part: the session waits for it
+    clock.ready()
+    clock.wait(600)
 
 
 @clockwork.scenario()
-def early_run(stack: ExitStack, stop: threading.Event, workdir: Path) -> str:
+def early_run(clock: clockwork.Clock) -> str:
     return "early"
 
 
@@ -77,6 +86,14 @@ def test_close_stops_a_run_that_still_waits_and_closes_its_engines() -> None:
     began = time.monotonic()
     clockwork.close(waiting_run)
     assert time.monotonic() - began < 30 and "waiting" in CLOSED
+
+
+def test_the_session_goes_on_only_once_the_run_is_ready() -> None:
+    STARTS.clear()
+    scenario = clockwork._SCENARIOS[clockwork._key(preparing_run)]
+    scenario.start()
+    assert len(STARTS) == 1 and scenario.thread is not None and scenario.thread.is_alive()
+    clockwork.close(preparing_run)
 
 
 def test_collecting_a_test_that_needs_a_run_starts_it_and_collect_only_does_not() -> None:
