@@ -105,8 +105,9 @@ class _Scenario:
         self.clock, self.thread, self.value, self.error = None, None, None, None
 
 
-# By module file and name: a module imported twice (by pytest's collection as ``test_x`` and by a conftest as
-# ``tests.engines.test_x``) registers its scenarios once.
+# By module file and name: a module imported twice (by a conftest as ``tests.engines.test_x``, then by pytest's
+# collection as ``test_x``) has one scenario of each name, the last imported's (so it shares the module
+# globals of the tests that read it) unless the first has started.
 _SCENARIOS: dict[tuple[str, str], _Scenario] = {}
 
 
@@ -119,7 +120,9 @@ def scenario(*, early: bool = True) -> Callable[[Run[T]], Run[T]]:
     skipped) leaves it to start when a test asks for its result."""
 
     def register(run: Run[T]) -> Run[T]:
-        _SCENARIOS.setdefault(_key(run), _Scenario(run, early))
+        known = _SCENARIOS.get(_key(run))
+        if known is None or known.thread is None:
+            _SCENARIOS[_key(run)] = _Scenario(run, early)
         return run
 
     return register
