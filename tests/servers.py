@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -21,6 +23,15 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+# The PATH the session started with: a test may empty PATH for a moment (to show a tool missing) while a
+# clock-bound scenario's thread (tests/clockwork.py) starts a program.
+_PATH = os.environ.get("PATH", os.defpath)
+
+
+def program(name: str) -> str:
+    """The absolute path of ``name`` on the session's PATH (``name`` itself when it is not there)."""
+    return shutil.which(name, path=_PATH) or name
 
 
 def free_port() -> int:
@@ -97,7 +108,7 @@ def wait_until(predicate: Any, timeout: float, interval: float = 0.25) -> bool:
 @contextmanager
 def process(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as sink:
-        proc = subprocess.Popen(args, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen([program(args[0]), *args[1:]], stdout=sink, stderr=subprocess.STDOUT)
         try:
             yield proc
         finally:
@@ -236,7 +247,7 @@ def backfill(openmetrics: str, workdir: Path) -> Path:
     source.write_text(openmetrics, encoding="utf-8")
     blocks = workdir / "tsdb"
     result = subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(blocks)],
+        [program("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(source), str(blocks)],
         capture_output=True,
         text=True,
     )
@@ -254,7 +265,7 @@ def backfill_rules(prom: Prometheus, rule_file: Path, start: int, end: int, bloc
     output = workdir / f"backfill-{rule_file.stem}"
     result = subprocess.run(
         [
-            "promtool",
+            program("promtool"),
             "tsdb",
             "create-blocks-from",
             "rules",

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,10 +28,10 @@ import pytest
 import yaml
 
 from compiler.model import SLO, Model
+from compiler.pipeline import compile_specs
 from compiler.targets.prometheus.proof.inputs import Inputs
 from compiler.targets.prometheus.proof.timeline import Timeline
-from tests import servers
-from tests.support import compile_tree
+from tests import clockwork, servers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATED = REPO_ROOT / "generated"
@@ -49,9 +50,24 @@ FUTURE_MINUTES = 30
 EVALUATION_REPORT = REPO_ROOT / ".cache" / "e2e-rule-evaluation.txt"
 
 
+_LIBRARY: list[Model] = []
+_LIBRARY_LOCK = threading.Lock()
+
+
+def library() -> Model:
+    """The library's model, compiled once for the scenarios' threads and the tests (never with compile_tree,
+    whose chdir would move a test running in another thread)."""
+    with _LIBRARY_LOCK:
+        if not _LIBRARY:
+            model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
+            assert model is not None and not diagnostics, diagnostics.render()
+            _LIBRARY.append(model)
+        return _LIBRARY[0]
+
+
 @pytest.fixture(scope="module")
 def model() -> Model:
-    return compile_tree(REPO_ROOT / "slo_specs")
+    return library()
 
 
 def slo(model: Model, name: str) -> SLO:
@@ -128,14 +144,18 @@ class Stack:
 
 
 @contextmanager
-def running(model: Model, workdir: Path, values: dict[str, float]) -> Iterator[Stack]:
+def running(clock: clockwork.Clock, values: dict[str, float]) -> Iterator[Stack]:
+    workdir = clock.workdir
     start = int(time.time()) // 60 * 60 - HISTORY_MINUTES * 60
-    blocks = servers.backfill(data_set(model, values, start), workdir)
+    data = data_set(library(), values, start)
+    rules = fast_rules(workdir, list(INCIDENTS))
     with servers.webhook() as hook:
         config = routed_to_webhook(workdir, hook.port)
+        clock.ready()
+        blocks = servers.backfill(data, workdir)
         with (
             servers.alertmanager(workdir, config) as am,
-            servers.prometheus(workdir, fast_rules(workdir, list(INCIDENTS)), am.port, blocks) as prom,
+            servers.prometheus(workdir, rules, am.port, blocks) as prom,
         ):
             yield Stack(prom, am, hook)
 
@@ -144,82 +164,113 @@ def _labels_of(alerts: list[dict[str, Any]], name: str) -> list[dict[str, str]]:
     return [a["labels"] for a in alerts if a["labels"]["alertname"] == name]
 
 
-def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model, tmp_path: Path) -> None:
-    with running(model, tmp_path, INCIDENTS) as stack:
-        expected = {
-            "platform-apiserver-page": {
-                "ApiserverWriteLatencyErrorBudgetBurn",
-                "APFRejectingProtectedLevelAboveCriticalRange",
-            },
-            "platform-network-ticket": {"ConntrackExhaustionUnitAboveCriticalRange"},
-        }
+EXPECTED = {
+    "platform-apiserver-page": {"ApiserverWriteLatencyErrorBudgetBurn", "APFRejectingProtectedLevelAboveCriticalRange"},
+    "platform-network-ticket": {"ConntrackExhaustionUnitAboveCriticalRange"},
+}
+# A page inhibits the ticket of the same slo and slice, and the apiserver page inhibits the DNS alerts it explains.
+INHIBITED = (
+    "ApiserverWriteLatencyAboveNormalRange",
+    "ClusterDnsServfailAboveCriticalRange",
+    "ClusterDnsServfailErrorBudgetBurn",
+)
 
-        def delivered() -> bool:
-            return all(
-                names <= {a["labels"]["alertname"] for a in stack.webhook.alerts(receiver)}
-                for receiver, names in expected.items()
-            )
 
-        assert servers.wait_until(delivered, 90), f"delivered so far: {stack.webhook.received.keys()}"
+@dataclass
+class Incident:
+    delivered: bool  # every expected alert reached its receiver
+    received: dict[str, list[dict[str, Any]]]  # receiver: the alerts it got, when delivered
+    inhibited: dict[str, bool]  # name: seen inhibited in Alertmanager
+    firing: dict[str, list[dict[str, Any]]]  # name: its firing ALERTS in Prometheus, then
+    received_at_end: dict[str, list[dict[str, Any]]]  # receiver: the alerts it got, at the end
+    groups: list[dict[str, Any]]  # Prometheus's rule groups, at the end
 
-        # The right labels and annotations, for the incident slice only.
-        page = stack.webhook.alerts("platform-apiserver-page")
-        burn = next(a for a in page if a["labels"]["alertname"] == "ApiserverWriteLatencyErrorBudgetBurn")
-        assert burn["labels"]["severity"] == "page"
-        assert burn["labels"]["team"] == "platform-apiserver"
-        assert burn["labels"]["family"] == "scheduling-api-latency"
-        assert burn["labels"]["cluster"] == CLUSTER
-        assert burn["labels"]["long_window"] in {"1h", "6h"}
-        writes = slo(model, "apiserver-write-latency")
-        assert burn["annotations"]["mitigation"] == writes.mitigation.summary
-        assert burn["annotations"]["runbook_url"].endswith(
-            "/apiserver-write-latency.md#apiserverwritelatencyerrorbudgetburn"
+
+def _received(hook: servers.Webhook) -> dict[str, list[dict[str, Any]]]:
+    return {receiver: hook.alerts(receiver) for receiver in sorted(hook.receivers())}
+
+
+@clockwork.scenario()
+def incident_run(clock: clockwork.Clock) -> Incident:
+    """Started when the session collects a test that needs it (tests/clockwork.py): the incident through the stack."""
+    engines = clock.stack.enter_context(running(clock, INCIDENTS))
+
+    def delivered() -> bool:
+        return all(
+            names <= {a["labels"]["alertname"] for a in engines.webhook.alerts(receiver)}
+            for receiver, names in EXPECTED.items()
         )
-        assert "20%" in burn["annotations"]["description"]
-        # One node past the critical range is a ticket naming that node (a fleet), never a page.
-        conntrack = next(
-            a
-            for a in stack.webhook.alerts("platform-network-ticket")
-            if a["labels"]["alertname"] == "ConntrackExhaustionUnitAboveCriticalRange"
-        )
-        assert conntrack["labels"]["severity"] == "ticket" and conntrack["labels"]["team"] == "platform-network"
-        assert conntrack["labels"]["instance"] and "95%" in conntrack["annotations"]["description"]
-        pages = {a["labels"]["alertname"] for a in stack.webhook.alerts("platform-network-page")}
-        assert "ConntrackExhaustionAboveCriticalRange" not in pages
-        for receiver in stack.webhook.receivers():
-            for alert in stack.webhook.alerts(receiver):
-                assert alert["labels"].get("cluster", CLUSTER) == CLUSTER, "the calm slice alerted"
-                assert not receiver.startswith("unrouted"), alert["labels"]
 
-        # A page inhibits the ticket of the same slo and slice, and the apiserver page inhibits the DNS
-        # alerts it explains: firing in Prometheus, suppressed in Alertmanager, never delivered.
-        inhibited = (
-            "ApiserverWriteLatencyAboveNormalRange",
-            "ClusterDnsServfailAboveCriticalRange",
-            "ClusterDnsServfailErrorBudgetBurn",
+    ok = servers.wait_until(delivered, 90)
+    received = _received(engines.webhook)
+    inhibited, firing = {}, {}
+    for name in INHIBITED:
+        inhibited[name] = servers.wait_until(
+            lambda name=name: any(
+                a["labels"]["alertname"] == name and a["status"]["inhibitedBy"]
+                for a in engines.alertmanager.alerts(inhibited="true")
+            ),
+            30,
         )
-        for name in inhibited:
-            assert servers.wait_until(
-                lambda name=name: any(
-                    a["labels"]["alertname"] == name and a["status"]["inhibitedBy"]
-                    for a in stack.alertmanager.alerts(inhibited="true")
-                ),
-                30,
-            ), name
-            assert stack.prometheus.query(f'ALERTS{{alertname="{name}", alertstate="firing"}}'), name
-        delivered_names = {a["labels"]["alertname"] for r in stack.webhook.receivers() for a in stack.webhook.alerts(r)}
-        assert delivered_names.isdisjoint(inhibited)
+        firing[name] = engines.prometheus.query(f'ALERTS{{alertname="{name}", alertstate="firing"}}')
+    return Incident(ok, received, inhibited, firing, _received(engines.webhook), engines.prometheus.rule_groups())
 
-        # Every rule group evaluates without error; report how long each takes.
-        groups = stack.prometheus.rule_groups()
-        assert {g["name"] for g in groups} == {f"slo-{name}" for name in INCIDENTS}
-        report = []
-        for group in groups:
-            for rule in group["rules"]:
-                assert rule["health"] == "ok", (group["name"], rule["name"], rule.get("lastError"))
-            report.append(f"{group['name']}: {group['evaluationTime'] * 1000:.2f} ms for {len(group['rules'])} rules")
-        EVALUATION_REPORT.parent.mkdir(exist_ok=True)
-        EVALUATION_REPORT.write_text("\n".join(sorted(report)) + "\n", encoding="utf-8")
+
+@clockwork.needs(incident_run)
+def test_an_incident_reaches_each_owner_and_pages_inhibit_tickets(model: Model) -> None:
+    run = clockwork.result(incident_run)
+    clockwork.close(incident_run)
+    assert run.delivered, f"delivered so far: {run.received.keys()}"
+
+    def alerts(receiver: str) -> list[dict[str, Any]]:
+        return run.received.get(receiver, [])
+
+    # The right labels and annotations, for the incident slice only.
+    page = alerts("platform-apiserver-page")
+    burn = next(a for a in page if a["labels"]["alertname"] == "ApiserverWriteLatencyErrorBudgetBurn")
+    assert burn["labels"]["severity"] == "page"
+    assert burn["labels"]["team"] == "platform-apiserver"
+    assert burn["labels"]["family"] == "scheduling-api-latency"
+    assert burn["labels"]["cluster"] == CLUSTER
+    assert burn["labels"]["long_window"] in {"1h", "6h"}
+    writes = slo(model, "apiserver-write-latency")
+    assert burn["annotations"]["mitigation"] == writes.mitigation.summary
+    assert burn["annotations"]["runbook_url"].endswith(
+        "/apiserver-write-latency.md#apiserverwritelatencyerrorbudgetburn"
+    )
+    assert "20%" in burn["annotations"]["description"]
+    # One node past the critical range is a ticket naming that node (a fleet), never a page.
+    conntrack = next(
+        a
+        for a in alerts("platform-network-ticket")
+        if a["labels"]["alertname"] == "ConntrackExhaustionUnitAboveCriticalRange"
+    )
+    assert conntrack["labels"]["severity"] == "ticket" and conntrack["labels"]["team"] == "platform-network"
+    assert conntrack["labels"]["instance"] and "95%" in conntrack["annotations"]["description"]
+    pages = {a["labels"]["alertname"] for a in alerts("platform-network-page")}
+    assert "ConntrackExhaustionAboveCriticalRange" not in pages
+    for receiver, got in run.received.items():
+        for alert in got:
+            assert alert["labels"].get("cluster", CLUSTER) == CLUSTER, "the calm slice alerted"
+            assert not receiver.startswith("unrouted"), alert["labels"]
+
+    # Inhibited alerts: firing in Prometheus, suppressed in Alertmanager, never delivered.
+    for name in INHIBITED:
+        assert run.inhibited[name], name
+        assert run.firing[name], name
+    delivered_names = {a["labels"]["alertname"] for got in run.received_at_end.values() for a in got}
+    assert delivered_names.isdisjoint(INHIBITED)
+
+    # Every rule group evaluates without error; report how long each takes.
+    groups = run.groups
+    assert {g["name"] for g in groups} == {f"slo-{name}" for name in INCIDENTS}
+    report = []
+    for group in groups:
+        for rule in group["rules"]:
+            assert rule["health"] == "ok", (group["name"], rule["name"], rule.get("lastError"))
+        report.append(f"{group['name']}: {group['evaluationTime'] * 1000:.2f} ms for {len(group['rules'])} rules")
+    EVALUATION_REPORT.parent.mkdir(exist_ok=True)
+    EVALUATION_REPORT.write_text("\n".join(sorted(report)) + "\n", encoding="utf-8")
 
 
 GRAFANA_VARIABLE = re.compile(r"\$\{(?P<braced>\w+)(?::\w+)?\}|\$(?P<plain>\w+)")
@@ -250,14 +301,25 @@ def dashboard_queries(specs: set[str]) -> list[tuple[str, str]]:
     return found
 
 
-def test_every_dashboard_panel_about_the_incident_returns_data(model: Model, tmp_path: Path) -> None:
-    """With recorded history backfilled in stages, every panel query of the incident specs returns data."""
+@dataclass
+class Panels:
+    firing: bool  # an alert fired in the final server
+    queries: list[tuple[str, str]]  # (where, PromQL) of the panels about the incident specs
+    empty: list[str]  # where the query returned no data
+
+
+@clockwork.scenario()
+def panels_run(clock: clockwork.Clock) -> Panels:
+    """Started when the session collects a test that needs it (tests/clockwork.py): recorded history backfilled in
+    stages, then every panel query of the incident specs asked of the final server."""
+    workdir = clock.workdir
     now = int(time.time()) // 60 * 60
     start = now - HISTORY_MINUTES * 60
-    blocks = servers.backfill(data_set(model, INCIDENTS, start), tmp_path)
-    rules = fast_rules(tmp_path, list(INCIDENTS))
+    data = data_set(library(), INCIDENTS, start)
+    rules = fast_rules(workdir, list(INCIDENTS))
+    stage_files = []
     for stage, records in enumerate(RECORDING_STAGES):
-        stage_file = tmp_path / f"stage-{stage}.rules.yaml"
+        stage_file = workdir / f"stage-{stage}.rules.yaml"
         groups = []
         for name in INCIDENTS:
             document = yaml.safe_load((GENERATED / "prometheus" / "rules" / f"{name}.rules.yaml").read_text())
@@ -266,14 +328,27 @@ def test_every_dashboard_panel_about_the_incident_returns_data(model: Model, tmp
                 if kept:
                     groups.append({"name": group["name"], "interval": "1m", "rules": kept})
         stage_file.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False), encoding="utf-8")
-        with servers.prometheus(_mkdir(tmp_path / f"stage-{stage}"), [], None, blocks) as prom:
-            servers.backfill_rules(prom, stage_file, start, now, blocks, tmp_path)
-    with servers.prometheus(_mkdir(tmp_path / "final"), rules, None, blocks) as prom:
-        assert servers.wait_until(lambda: bool(prom.query('ALERTS{alertstate="firing"}')), 60)
-        queries = dashboard_queries(set(INCIDENTS))
-        assert len(queries) > 20
+        stage_files.append(stage_file)
+    queries = dashboard_queries(set(INCIDENTS))
+    clock.ready()
+    blocks = servers.backfill(data, workdir)
+    for stage, stage_file in enumerate(stage_files):
+        with servers.prometheus(_mkdir(workdir / f"stage-{stage}"), [], None, blocks) as prom:
+            servers.backfill_rules(prom, stage_file, start, now, blocks, workdir)
+    with servers.prometheus(_mkdir(workdir / "final"), rules, None, blocks) as prom:
+        firing = servers.wait_until(lambda: bool(prom.query('ALERTS{alertstate="firing"}')), 60)
         empty = [where for where, expr in queries if not prom.query(expr)]
-        assert empty == [], f"panels with no data: {empty}"
+    return Panels(firing, queries, empty)
+
+
+@clockwork.needs(panels_run)
+def test_every_dashboard_panel_about_the_incident_returns_data() -> None:
+    """With recorded history backfilled in stages, every panel query of the incident specs returns data."""
+    run = clockwork.result(panels_run)
+    clockwork.close(panels_run)
+    assert run.firing
+    assert len(run.queries) > 20
+    assert run.empty == [], f"panels with no data: {run.empty}"
 
 
 def _mkdir(path: Path) -> Path:
@@ -281,14 +356,38 @@ def _mkdir(path: Path) -> Path:
     return path
 
 
-def test_a_calm_data_set_pages_nobody(model: Model, tmp_path: Path) -> None:
-    calm = dict.fromkeys(INCIDENTS, 0.0)
-    with running(model, tmp_path, calm) as stack:
-        # Long enough for the recorded series to exist, every `for` to pass and a notification to go out.
-        assert servers.wait_until(lambda: bool(stack.prometheus.query("slo:sli_total:rate5m")), 30)
-        time.sleep(20)
-        assert stack.prometheus.query('ALERTS{alertstate="firing"}') == []
-        # Not even pending: no threshold is crossed, including those whose `for` is longer than the wait.
-        assert stack.prometheus.query('ALERTS{alertname!~".*NoData"}') == []
-        assert stack.webhook.receivers() == set()
-        assert stack.alertmanager.alerts() == []
+@dataclass
+class Calm:
+    recorded: bool  # the recorded series existed
+    firing: list[dict[str, Any]]  # ALERTS firing, 20 s after
+    pending: list[dict[str, Any]]  # ALERTS but the no-data ones, firing or pending, then
+    receivers: set[str]  # every receiver the webhook heard from
+    alertmanager: list[dict[str, Any]]  # every alert Alertmanager held
+
+
+@clockwork.scenario()
+def calm_run(clock: clockwork.Clock) -> Calm:
+    """Started when the session collects a test that needs it (tests/clockwork.py): the calm data set through the stack
+    for long enough that the recorded series exist, every `for` passes and a notification could go out."""
+    run = clock.stack.enter_context(running(clock, dict.fromkeys(INCIDENTS, 0.0)))
+    recorded = servers.wait_until(lambda: bool(run.prometheus.query("slo:sli_total:rate5m")), 30)
+    clock.wait(20)
+    return Calm(
+        recorded,
+        run.prometheus.query('ALERTS{alertstate="firing"}'),
+        run.prometheus.query('ALERTS{alertname!~".*NoData"}'),
+        run.webhook.receivers(),
+        run.alertmanager.alerts(),
+    )
+
+
+@clockwork.needs(calm_run)
+def test_a_calm_data_set_pages_nobody() -> None:
+    run = clockwork.result(calm_run)
+    clockwork.close(calm_run)
+    assert run.recorded
+    assert run.firing == []
+    # Not even pending: no threshold is crossed, including those whose `for` is longer than the wait.
+    assert run.pending == []
+    assert run.receivers == set()
+    assert run.alertmanager == []

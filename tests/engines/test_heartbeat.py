@@ -3,7 +3,9 @@ foreign alerts reach the receiver the project names; amtool and promtool accept 
 
 The end-to-end test runs the generated files as they are (only the heartbeat URL points at a local
 sink, and the project's own settings are short: rules every 2s, a heartbeat every 5s): Alertmanager
-0.25 with the generated alertmanager.yaml, Prometheus 2.42 with the generated heartbeat rule file.
+0.25 with the generated alertmanager.yaml, Prometheus 2.42 with the generated heartbeat rule file. It takes
+about 35 s of real time for a second of CPU: it starts when the session collects a test that
+needs it (tests/clockwork.py), so the wait overlaps other tests.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import itertools
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from compiler.pipeline import compile_specs
 from compiler.targets import alertmanager, render_all
-from tests import servers
+from tests import clockwork, servers
 from tests.conftest import OWNERS_YAML, VALID_SLO
-from tests.support import compile_tree
 
 INTERVAL_S = 5
 PROJECT = """\
@@ -47,7 +50,9 @@ def generate(root: Path, port: int = 9) -> Path:
     (specs / "project.yaml").write_text(PROJECT.format(port=port, interval=INTERVAL_S), encoding="utf-8")
     (specs / "dns-errors.yaml").write_text(VALID_SLO, encoding="utf-8")
     out = root / "generated"
-    for name, content in render_all(compile_tree(specs, cwd=root)).items():
+    model, diagnostics = compile_specs(specs)  # never compile_tree: its chdir would move a test in another thread
+    assert model is not None and not diagnostics, diagnostics.render()
+    for name, content in render_all(model).items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_bytes(content)
     return out
@@ -118,30 +123,62 @@ def _heartbeat_alerts(am: servers.Alertmanager) -> list[dict[str, Any]]:
     return am.alerts(filter='alertname="SloCompilerHeartbeat"', active="true")
 
 
-def test_heartbeat_reaches_the_sink_at_its_cadence_and_stops_when_prometheus_stops(tmp_path: Path) -> None:
-    with servers.webhook() as sink:
-        out = generate(tmp_path, sink.port)
-        with servers.alertmanager(tmp_path, out / alertmanager.CONFIG_PATH) as am:
-            rules = [out / "prometheus" / "heartbeat" / "slo-compiler-heartbeat.rules.yaml"]
-            with servers.prometheus(tmp_path, rules, am.port, tmp_path / "tsdb"):
-                assert servers.wait_until(lambda: len(sink.arrived.get("heartbeat", [])) >= 3, 40), sink.arrived
-            stopped = time.monotonic()  # Prometheus terminated by its PID
-            arrived = list(sink.arrived["heartbeat"])
-            gaps = [later - earlier for earlier, later in itertools.pairwise(arrived)]
-            assert all(INTERVAL_S - 1.5 <= gap <= INTERVAL_S + 1.5 for gap in gaps), gaps
-            payload = sink.received["heartbeat"][0]
-            assert payload["receiver"] == "heartbeat-prometheus" and payload["status"] == "firing"
-            assert payload["alerts"][0]["labels"]["evaluator"] == "prometheus"
-            assert payload["alerts"][0]["labels"]["slo_compiler"] == "heartbeat"
-            assert set(sink.receivers()) == {"heartbeat"}, "the heartbeat reached something else"
+@dataclass
+class Run:
+    pinged: bool  # three pings reached the sink while Prometheus ran
+    arrived: list[float]  # time.monotonic() of each ping, up to Prometheus's stop
+    received: list[dict[str, Any]]  # every payload the sink got, to the end
+    receivers: set[str]
+    expired: bool  # Alertmanager let the heartbeat go
+    left: list[dict[str, Any]]  # the heartbeat alerts it still held when the wait ended
+    stopped: float  # Prometheus terminated by its PID
+    gone: float  # the heartbeat left Alertmanager
+    count: int  # pings when it left
+    later: list[float]  # every ping's time, 2 intervals after it left
 
-            # Alertmanager holds the heartbeat until the end time Prometheus gave it (4 x 2s), then lets it go,
-            # and sends nothing for it: no "resolved" (send_resolved: false) and no more pings.
-            assert servers.wait_until(lambda: not _heartbeat_alerts(am), 20), _heartbeat_alerts(am)
-            gone = time.monotonic()
-            count = len(sink.arrived["heartbeat"])
-            time.sleep(2 * INTERVAL_S + 1)
-            assert len(sink.arrived["heartbeat"]) == count, "a ping after the heartbeat ended"
-            assert all(when <= gone for when in sink.arrived["heartbeat"])
-            assert gone - stopped < 15
-            assert all(p["status"] == "firing" for p in sink.received["heartbeat"])
+
+@clockwork.scenario()
+def heartbeat_run(clock: clockwork.Clock) -> Run:
+    """Started when the session collects a test that needs it (tests/clockwork.py): the generated heartbeat through
+    Alertmanager to a sink while Prometheus runs, then after Prometheus stops; the test asserts on it."""
+    workdir = clock.workdir
+    sink = clock.stack.enter_context(servers.webhook())
+    out = generate(workdir, sink.port)
+    clock.ready()
+    am = clock.stack.enter_context(servers.alertmanager(workdir, out / alertmanager.CONFIG_PATH))
+    rules = [out / "prometheus" / "heartbeat" / "slo-compiler-heartbeat.rules.yaml"]
+    with servers.prometheus(workdir, rules, am.port, workdir / "tsdb"):
+        pinged = servers.wait_until(lambda: len(sink.arrived.get("heartbeat", [])) >= 3, 40)
+    stopped = time.monotonic()
+    arrived = list(sink.arrived.get("heartbeat", []))
+    # Alertmanager holds the heartbeat until the end time Prometheus gave it (4 x 2s), then lets it go,
+    # and sends nothing for it: no "resolved" (send_resolved: false) and no more pings.
+    expired = servers.wait_until(lambda: not _heartbeat_alerts(am), 20)
+    gone = time.monotonic()
+    left = _heartbeat_alerts(am)
+    count = len(sink.arrived.get("heartbeat", []))
+    clock.wait(2 * INTERVAL_S + 1)
+    with sink.lock:
+        later = list(sink.arrived.get("heartbeat", []))
+        received = list(sink.received.get("heartbeat", []))
+        receivers = set(sink.received)
+    return Run(pinged, arrived, received, receivers, expired, left, stopped, gone, count, later)
+
+
+@clockwork.needs(heartbeat_run)
+def test_heartbeat_reaches_the_sink_at_its_cadence_and_stops_when_prometheus_stops() -> None:
+    run = clockwork.result(heartbeat_run)
+    clockwork.close(heartbeat_run)
+    assert run.pinged, run.arrived
+    gaps = [later - earlier for earlier, later in itertools.pairwise(run.arrived)]
+    assert all(INTERVAL_S - 1.5 <= gap <= INTERVAL_S + 1.5 for gap in gaps), gaps
+    payload = run.received[0]
+    assert payload["receiver"] == "heartbeat-prometheus" and payload["status"] == "firing"
+    assert payload["alerts"][0]["labels"]["evaluator"] == "prometheus"
+    assert payload["alerts"][0]["labels"]["slo_compiler"] == "heartbeat"
+    assert run.receivers == {"heartbeat"}, "the heartbeat reached something else"
+    assert run.expired, run.left
+    assert len(run.later) == run.count, "a ping after the heartbeat ended"
+    assert all(when <= run.gone for when in run.later)
+    assert run.gone - run.stopped < 15
+    assert all(p["status"] == "firing" for p in run.received)

@@ -2,7 +2,9 @@
 server over backfilled incident and calm data, and the replay's firing intervals must equal what
 the server recorded in ``ALERTS`` (exactly when the replay's evaluation timestamps are the
 server's, within one evaluation interval through the command line, which aligns them to the
-interval). Runs in about 75 s: ``for`` and ``keep_firing_for`` cost real time."""
+interval). The run takes about 75 s of real time (``for`` and ``keep_firing_for``) for a few seconds
+of CPU: it starts when the session collects a test that needs it (tests/clockwork.py), so the wait
+overlaps other tests."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from compiler.model import Model
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render
 from compiler.plan import plan
-from tests import live_data, servers
+from tests import clockwork, live_data, servers
 
 INTERVAL_S = 2
 INCIDENT_AT = 25  # seconds after the data starts being "now"
@@ -32,34 +34,46 @@ RUN_FOR = 70
 Key = tuple[str, tuple[tuple[str, str], ...]]
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Model, dict[str, bytes]]:
-    tree = live_data.write_tree(tmp_path_factory.mktemp("specs"), live_data.BACKTEST_SPECS, live_data.BACKTEST_PROJECT)
+Compiled = tuple[Path, Model, dict[str, bytes]]
+
+
+@clockwork.scenario()
+def backtest_run(clock: clockwork.Clock) -> tuple[Compiled, str, dict[str, Any]]:
+    """Started when the session collects a test that needs it (tests/clockwork.py): the compiled specs, then the
+    server after the run (left running for the replays) and the live facts (first and last evaluation, ALERTS)."""
+    workdir = clock.workdir
+    tree = live_data.write_tree(workdir / "specs", live_data.BACKTEST_SPECS, live_data.BACKTEST_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
-    return tree, model, render(model, diagnostics)
-
-
-@pytest.fixture(scope="module")
-def live(
-    tmp_path_factory: pytest.TempPathFactory, compiled: tuple[Path, Model, dict[str, bytes]]
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """The server after the run: its URL and the live facts (first and last evaluation, ALERTS)."""
-    _, model, files = compiled
-    workdir = tmp_path_factory.mktemp("backtest")
+    files = render(model, diagnostics)
     now = int(time.time())
     text = live_data.backtest_data(
         now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT, now + DRAINED_AT
     )
-    blocks = servers.backfill(text, workdir)
+    (workdir / "server").mkdir()
     rule_files = []
     for slo in model.slos:
-        path = workdir / f"{slo.name}.rules.yaml"
+        path = workdir / "server" / f"{slo.name}.rules.yaml"
         path.write_bytes(files[rules_path(slo)])
         rule_files.append(path)
-    with servers.prometheus(workdir, rule_files, None, blocks) as prom:
-        time.sleep(max(0.0, now + RUN_FOR - time.time()))
-        yield prom.url, facts(prom)
+    clock.ready()
+    blocks = servers.backfill(text, workdir / "server")
+    prom = clock.stack.enter_context(servers.prometheus(workdir / "server", rule_files, None, blocks))
+    clock.wait(now + RUN_FOR - time.time())
+    return (tree, model, files), prom.url, facts(prom)
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Compiled:
+    return clockwork.result(backtest_run)[0]
+
+
+@pytest.fixture(scope="module")
+def live() -> Iterator[tuple[str, dict[str, Any]]]:
+    """The server after the run: its URL and the live facts (first and last evaluation, ALERTS)."""
+    _, url, seen = clockwork.result(backtest_run)
+    yield url, seen
+    clockwork.close(backtest_run)
 
 
 # Each spec's group runs at its own phase within the interval (Prometheus hashes the group's name and file);
@@ -108,9 +122,8 @@ def replayed(intervals: list[Interval]) -> dict[Key, list[tuple[float, float | N
     return runs
 
 
-def test_the_replay_equals_what_the_live_server_fired(
-    live: tuple[str, dict[str, Any]], compiled: tuple[Path, Model, dict[str, bytes]]
-) -> None:
+@clockwork.needs(backtest_run)
+def test_the_replay_equals_what_the_live_server_fired(live: tuple[str, dict[str, Any]], compiled: Compiled) -> None:
     url, seen = live
     _, model, files = compiled
     intervals: list[Interval] = []
@@ -153,8 +166,9 @@ def assert_close(
             assert resolved is None or mine_resolved is None or abs(mine_resolved - resolved) <= slack, key
 
 
+@clockwork.needs(backtest_run)
 def test_the_command_line_agrees_within_one_interval_and_reports(
-    live: tuple[str, dict[str, Any]], compiled: tuple[Path, Model, dict[str, bytes]], capsys: pytest.CaptureFixture[str]
+    live: tuple[str, dict[str, Any]], compiled: Compiled, capsys: pytest.CaptureFixture[str]
 ) -> None:
     url, seen = live
     tree = compiled[0]

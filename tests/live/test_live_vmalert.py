@@ -3,7 +3,8 @@
 the real Prometheus 2.42 run the same specs over the same incident and calm data, each sending
 to its own Alertmanager, and the same alerts must reach both with the same labels. Where the
 engines differ (the label vmalert adds, when they fire) the test says so, and the manual too (docs/engines.md).
-About 65 s: ``for`` costs real time."""
+The run takes about 65 s of real time (``for``) for a few seconds of CPU: it starts when the session
+collects a test that needs it (tests/clockwork.py), so the wait overlaps other tests."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import re
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ import yaml
 
 from compiler.model.links import rules_path
 from compiler.pipeline import compile_specs, render
-from tests import live_data, servers
+from tests import clockwork, live_data, servers
 from tests.support import REPO_ROOT
 
 BIN = REPO_ROOT / ".cache" / "victoria-metrics" / "usr" / "bin"
@@ -29,8 +31,9 @@ LAG_S = 25  # how much later than Prometheus's an alert may reach vmalert's Aler
 # recorded rate tiers (5m -> 30m -> 1h) reaches vmalert by remote write, one delivery later than the last
 Alert = tuple[str, tuple[tuple[str, str], ...]]
 
+INSTALLED = (BIN / "vmalert").exists() and (BIN / "victoria-metrics").exists()
 pytestmark = pytest.mark.skipif(
-    not (BIN / "vmalert").exists() or not (BIN / "victoria-metrics").exists(),
+    not INSTALLED,
     reason="run `make test`: it unpacks victoria-metrics and vmalert from Debian's victoria-metrics",
 )
 
@@ -129,8 +132,21 @@ SPECS = {
 }
 
 
-def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) -> None:
-    tree = live_data.write_tree(tmp_path / "specs", SPECS, live_data.BACKTEST_VMALERT_PROJECT)
+@dataclass
+class Run:
+    names: list[str]
+    vm_keys: set[str]
+    seen: dict[str, set[Alert]]  # the alerts active in each engine's Alertmanager, over the run
+    first: dict[tuple[str, str], float]  # when each alert first reached each Alertmanager
+    now: float
+
+
+@clockwork.scenario(early=INSTALLED)
+def vmalert_run(clock: clockwork.Clock) -> Run:
+    """Started when the session collects a test that needs it (tests/clockwork.py): both engines over the same data,
+    each sending to its own Alertmanager, watched for the run; the test asserts on what they sent."""
+    workdir = clock.workdir
+    tree = live_data.write_tree(workdir / "specs", SPECS, live_data.BACKTEST_VMALERT_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
     files = render(model, diagnostics)
@@ -138,16 +154,16 @@ def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) 
     assert all(rules_path(slo) in files for slo in model.slos)
     now = int(time.time())
     data = live_data.backtest_data(now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT)
-    blocks = servers.backfill(data, tmp_path)
-    prom_rules = write_rules(tmp_path, files, "prometheus/rules", names)
-    vm_rules = write_rules(tmp_path, files, "vmalert", names)
+    prom_rules = write_rules(workdir, files, "prometheus/rules", names)
+    vm_rules = write_rules(workdir, files, "vmalert", names)
     vm_keys = {
         key for path in vm_rules for g in yaml.safe_load(path.read_text())["groups"] for r in g["rules"] for key in r
     }
-    assert "keep_firing_for" not in vm_keys  # vmalert 1.79 rejects it: the profile drops it
-    config = null_alertmanager_config(tmp_path)
+    config = null_alertmanager_config(workdir)
+    clock.ready()
+    blocks = servers.backfill(data, workdir)
     seen: dict[str, set[Alert]] = {"prometheus": set(), "vmalert": set()}
-    first: dict[tuple[str, str], float] = {}  # when each alert first reached each Alertmanager
+    first: dict[tuple[str, str], float] = {}
 
     def watch(engine: str, am: servers.Alertmanager) -> None:
         # One read of Alertmanager per poll: reading it twice (once for what is new, once for what was
@@ -157,19 +173,18 @@ def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) 
             first.setdefault((engine, alert[0]), at)
         seen[engine] |= now_seen
 
-    (tmp_path / "am-prom").mkdir()
-    (tmp_path / "am-vm").mkdir()
-    with (
-        servers.alertmanager(tmp_path / "am-prom", config) as am_prom,
-        servers.alertmanager(tmp_path / "am-vm", config) as am_vm,
-        victoria_metrics(tmp_path, data) as vm,
-        vmalert(tmp_path, vm_rules, vm, am_vm.url),
-        servers.prometheus(tmp_path, prom_rules, am_prom.port, blocks),
-    ):
+    (workdir / "am-prom").mkdir()
+    (workdir / "am-vm").mkdir()
+    with ExitStack() as engines:  # stopped at the end of the run: the test needs only what they sent
+        am_prom = engines.enter_context(servers.alertmanager(workdir / "am-prom", config))
+        am_vm = engines.enter_context(servers.alertmanager(workdir / "am-vm", config))
+        vm = engines.enter_context(victoria_metrics(workdir, data))
+        engines.enter_context(vmalert(workdir, vm_rules, vm, am_vm.url))
+        engines.enter_context(servers.prometheus(workdir, prom_rules, am_prom.port, blocks))
         while time.time() < now + RUN_FOR:
             for engine, am in (("prometheus", am_prom), ("vmalert", am_vm)):
                 watch(engine, am)
-            time.sleep(1)
+            clock.wait(1)
         # An alert Prometheus sent near the end reaches vmalert's Alertmanager up to LAG_S later: keep
         # watching vmalert that long (and no longer) before comparing, so the race is not a difference;
         # inside the `with`, while its Alertmanager still runs.
@@ -181,7 +196,16 @@ def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends(tmp_path: Path) 
 
         while time.time() < deadline and missing_in_vmalert():
             watch("vmalert", am_vm)
-            time.sleep(1)
+            clock.wait(1)
+    return Run(names, vm_keys, seen, first, now)
+
+
+@clockwork.needs(vmalert_run)
+def test_vmalert_sends_alertmanager_the_alerts_prometheus_sends() -> None:
+    run = clockwork.result(vmalert_run)
+    clockwork.close(vmalert_run)
+    names, seen, first, now = run.names, run.seen, run.first, run.now
+    assert "keep_firing_for" not in run.vm_keys  # vmalert 1.79 rejects it: the profile drops it
     print({f"{engine} {name}": round(t - now, 1) for (engine, name), t in sorted(first.items())})
     # The one difference in labels: vmalert adds the group's name as alertgroup.
     groups = {dict(labels).get("alertgroup") for _, labels in seen["vmalert"]}
