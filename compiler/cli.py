@@ -26,24 +26,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler import __version__
-from compiler.diagnostics import Diagnostics
 from compiler.live import CONCURRENCY
-from compiler.model import SLO, Model
-from compiler.model.links import rules_path
-from compiler.pipeline import compile_specs, render, tree_problems
-from compiler.plan import Conventions, Plan, SpecPlan, plan, plan_spec
-from compiler.promql import bounds, format_duration, parse_duration
-from compiler.source.load import Document, discover
-from compiler.source.schema import packaged_schemas
 from compiler.text.terminal import printable
 from compiler.write import InterruptedBySignalError, OutputRefusedError, stale_files, write_tree
 
 if TYPE_CHECKING:
     from compiler.live.client import Client
+    from compiler.model import SLO, Model
+    from compiler.plan import Plan, SpecPlan
+    from compiler.source.load import Document
 
-# The commands that read a live server, review a change or import other tools' files import their
-# stage when they run: every process pays for what it uses, and `generate` (run by every CI job and
-# pre-commit hook) starts in about two thirds of the time it took with everything imported.
+# Every command imports the stages it runs when it runs: every process pays for what it uses. The
+# commands that compile the specs import the pipeline (source, model, plan and every target: about
+# 0.7 s of CPU); `--help`, a usage error, `init`, `schemas` and `import` never do, and the commands that
+# read a live server, review a change or import other tools' files import their own stage besides.
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
 
@@ -302,6 +298,9 @@ def validate_paths(spec_dir: Path, paths: Sequence[Path]) -> int:
     pre-commit passes the changed files; the whole tree is still compiled, because cross-spec
     checks (duplicate names, owners, explains) need every spec.
     """
+    from compiler.diagnostics import Diagnostics
+    from compiler.pipeline import tree_problems
+
     reasons = _bad_paths(spec_dir, paths)
     for reason in reasons:
         print(f"slo-compiler: {printable(reason)}", file=sys.stderr)
@@ -342,6 +341,8 @@ def write_schemas(out: Path) -> int:
     A file already there is replaced only when it is a copy of the same schema (an upgrade);
     anything else is someone else's file, and then nothing is written.
     """
+    from compiler.source.schema import packaged_schemas
+
     schemas = packaged_schemas()
     if out.exists() and not out.is_dir():
         print(f"slo-compiler: --out {out} is not a directory", file=sys.stderr)
@@ -368,6 +369,9 @@ def _compiled(args: argparse.Namespace, *, warnings: bool = True) -> tuple[Model
     ``warnings``: the plan's warnings about the generated configuration (no heartbeat, foreign
     alerts dropped) are for the commands that write or check it, not for explain, backtest or diff.
     """
+    from compiler.pipeline import compile_specs, render
+    from compiler.plan import plan
+
     spec_dir: Path = args.specs
     model, diagnostics = compile_specs(spec_dir)
     files: dict[str, bytes] = {}
@@ -391,6 +395,7 @@ def print_notes(compiled: Plan, *, warnings: bool = True) -> None:
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from compiler.explain import budget_report, reads_report
+    from compiler.plan import plan
 
     if args.paths:
         return validate_paths(args.specs, args.paths)
@@ -408,6 +413,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from compiler.explain import explain
+    from compiler.plan import plan
 
     compiled = _compiled(args, warnings=False)
     if isinstance(compiled, int):
@@ -429,6 +435,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    from compiler.plan import plan
+
     compiled = _compiled(args)
     if isinstance(compiled, int):
         return compiled
@@ -461,6 +469,8 @@ MAX_TEST_TIMEOUT_MS = 24 * 3_600_000
 
 def _test_bounds(args: argparse.Namespace) -> tuple[int, int] | int:
     """``--timeout`` and ``--promtool-timeout`` in milliseconds, or the usage error's exit code."""
+    from compiler.promql import parse_duration
+
     bounds: list[int] = []
     for flag, text in (("--timeout", args.timeout), ("--promtool-timeout", args.promtool_timeout)):
         value = parse_duration(text)
@@ -511,6 +521,8 @@ def cmd_schemas(args: argparse.Namespace) -> int:
 
 def _chosen_specs(model: Model, names: Sequence[str]) -> list[SpecPlan] | None:
     """The plans of the named specs (every spec when none is named), or None after saying which is unknown."""
+    from compiler.plan import plan
+
     planned = plan(model)
     unknown = [name for name in names if name not in {slo.name for slo in model.slos}]
     if unknown:
@@ -537,6 +549,7 @@ def _client(args: argparse.Namespace, kind: type[Client] | None = None) -> Clien
 def cmd_preflight(args: argparse.Namespace) -> int:
     from compiler.live import preflight
     from compiler.live.client import LiveError
+    from compiler.pipeline import compile_specs
 
     model, diagnostics = compile_specs(args.specs)
     if model is None or diagnostics:
@@ -586,6 +599,8 @@ def _instant_ms(text: str) -> int | None:
 
 def _span_duration(flag: str, text: str) -> int | str:
     """A positive duration of at most MAX_SPAN_MS, or the usage error naming the flag and the bound."""
+    from compiler.promql import format_duration, parse_duration
+
     length = parse_duration(text)
     if not length:
         return f"{flag} {text!r} must be a positive duration such as 14d"
@@ -596,6 +611,8 @@ def _span_duration(flag: str, text: str) -> int | str:
 
 def _backtest_span(args: argparse.Namespace) -> tuple[int, int, int | None] | str:
     """(start, end, warm-up) in ms from the arguments, or the usage error (naming the flag and its bound)."""
+    from compiler.promql import format_duration
+
     warmup: int | None = None if args.warmup == "auto" else 0
     if args.warmup not in ("auto", "0"):
         given = _span_duration("--warmup", args.warmup)
@@ -639,6 +656,8 @@ def _too_many_evaluations(
 ) -> str:
     """The usage error when a spec's group would be evaluated more than MAX_EVALUATIONS times, else ''."""
     from compiler.live.backtest import needed, rules_of, warmup_ms
+    from compiler.model.links import rules_path
+    from compiler.promql import format_duration
 
     start, end, warmup = span
     for spec in specs:
@@ -659,6 +678,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from compiler.live.client import LiveError
     from compiler.live.summary import render_markdown, render_table, summarise
     from compiler.model.budget import estimate
+    from compiler.model.links import rules_path
 
     span = _backtest_span(args)
     if isinstance(span, str):
@@ -713,6 +733,7 @@ class _TuneSource:
 
 
 def _tune_source(spec_dir: Path, slo: SLO) -> _TuneSource:
+    from compiler.diagnostics import Diagnostics
     from compiler.source.load import load_jsonnet, load_text
 
     root = spec_dir.resolve().name
@@ -732,6 +753,8 @@ def _tune_source(spec_dir: Path, slo: SLO) -> _TuneSource:
 def _tune_spec(model: Model, name: str) -> SpecPlan | int:
     """The plan of the spec to tune, or the exit code after saying why there is none."""
     import difflib
+
+    from compiler.plan import plan
 
     names = [slo.name for slo in model.slos]
     if name not in names:
@@ -757,6 +780,8 @@ def _tune_spec(model: Model, name: str) -> SpecPlan | int:
 def _spec_compiler(model: Model) -> Callable[[SLO], tuple[SpecPlan, bytes]]:
     """A spec's model (a candidate's) to its plan and its rule file, rendered by the Prometheus target as
     generate renders it."""
+    from compiler.model.links import rules_path
+    from compiler.plan import Conventions, Plan, plan_spec
     from compiler.targets import TARGETS
 
     conventions = Conventions.of(model.project)
@@ -771,6 +796,9 @@ def _spec_compiler(model: Model) -> Callable[[SLO], tuple[SpecPlan, bytes]]:
 
 def _tune_model(args: argparse.Namespace) -> Model | int:
     """The specs' model (only the tuned spec's rules are rendered, by tune), or the exit code after its problems."""
+    from compiler.pipeline import compile_specs
+    from compiler.plan import plan
+
     model, diagnostics = compile_specs(args.specs)
     if model is None or diagnostics:
         sys.stderr.write(diagnostics.render())
@@ -784,6 +812,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from compiler.live import tune
     from compiler.live.client import LiveError
     from compiler.model.budget import estimate
+    from compiler.model.links import rules_path
+    from compiler.plan import plan
     from compiler.targets import TargetError
 
     span = _backtest_span(args)
@@ -880,6 +910,8 @@ def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits:
     """Write the edited spec in place, unless the file changed since tune read it or the edit does not compile."""
     import shutil
 
+    from compiler.pipeline import compile_specs
+
     if not edits:
         print(
             f"slo-compiler: {printable(source.display)}: the picked values are the current ones; nothing written",
@@ -928,6 +960,8 @@ def _tune_write(args: argparse.Namespace, source: _TuneSource, text: str, edits:
 # One function per command; each takes the parsed arguments and returns the exit code.
 def _unreadable(spec_dir: Path) -> str | None:
     """Why the spec tree cannot be read whole (a broken link, an unreadable directory), or None."""
+    from compiler.source.load import discover
+
     unread: list[tuple[Path, str]] = []
     discover(spec_dir, unread)
     if not unread:
@@ -938,6 +972,8 @@ def _unreadable(spec_dir: Path) -> str | None:
 
 def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, dict[str, bytes], str] | int:
     """The base revision compiled: its plan (None when it had no specs), files and a name for it."""
+    from compiler.pipeline import compile_specs, render
+    from compiler.plan import plan
     from compiler.review.base import BaseError, default_base, extract
 
     try:
@@ -970,6 +1006,7 @@ def _base_plan(args: argparse.Namespace, workdir: Path) -> tuple[Plan | None, di
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
+    from compiler.plan import plan
     from compiler.review import behaviour_of, review
     from compiler.review import render as render_review
     from compiler.review.behaviour import BehaviourError
@@ -1075,7 +1112,9 @@ def _interrupted() -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parser().parse_args(argv)  # --help and usage errors exit here, before any stage is imported
+    from compiler.promql import bounds
+
     _WRITTEN.clear()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), bounds.RECURSION_LIMIT))
     try:

@@ -9,6 +9,7 @@ repository's copy of the compiler, and pip never sees (or uninstalls) the shared
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_SITE = Path(sysconfig.get_path("purelib"))
@@ -94,3 +97,35 @@ def copy_checkout(dest: Path, *extra: str) -> Path:
         else:
             shutil.copy2(source, dest / name)
     return dest
+
+
+@dataclass(frozen=True)
+class Wheel:
+    path: Path
+    build_log: str  # pip's verbose output while building it
+
+
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Wheel:
+    """The package's wheel, built from a copy of the checkout with pip's build isolation (as ``pip install .``
+    builds it), once per test run: the pytest workers share it, the first to ask builds it while the
+    others wait on a lock. Tests install it; none writes to it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # a run's workers share the parent
+    root = shared / "shared-wheel"
+    with (shared / "shared-wheel.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        log = root / "build.log"
+        if not log.is_file():
+            shutil.rmtree(root, ignore_errors=True)  # what a failed build left
+            source = copy_checkout(root / "checkout")
+            build = subprocess.run(
+                [sys.executable, "-m", "pip", "wheel", "--no-deps", "--verbose", "-w", str(root / "dist"), str(source)],
+                capture_output=True,
+                text=True,
+                timeout=TIMEOUT,
+                check=False,
+            )
+            assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
+            log.write_text(build.stdout + build.stderr, encoding="utf-8")
+    (wheel,) = (root / "dist").glob("slo_compiler-*.whl")
+    return Wheel(wheel, log.read_text(encoding="utf-8"))

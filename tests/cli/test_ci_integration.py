@@ -166,8 +166,12 @@ def test_the_validate_hook_gets_every_spec_file_and_nothing_else() -> None:
 
 def test_the_hooks_pass_on_the_library_and_fail_on_a_broken_spec(job: Job, tmp_path: Path) -> None:
     hooks = shipped_hooks()
+    # A hook that runs exactly a step of the job (the check hook: `slo-compiler check`, no file names) ran on
+    # this checkout already, in the job: its result is that step's, and the library is not compiled again.
+    ran = {tuple(shlex.split(step)): result for step, result in job.results}
     for hook in hooks.values():
-        result = job.venv.run(hook_argv(hook, job.repo), job.repo)
+        argv = hook_argv(hook, job.repo)
+        result = ran.get(tuple(argv)) or job.venv.run(argv, job.repo)
         assert result.returncode == 0, f"{hook['id']}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
     repo = library_copy(job, tmp_path)
     break_spec(repo)

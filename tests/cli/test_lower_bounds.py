@@ -22,7 +22,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import NormalizedName, canonicalize_name
 
-from tests.venvs import REPO_ROOT, copy_checkout
+from tests.venvs import REPO_ROOT, built_wheel
 
 PYPROJECT = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 LOWER_BOUNDS = REPO_ROOT / "constraints" / "lower-bounds.txt"
@@ -94,21 +94,14 @@ def test_the_dev_lock_satisfies_the_declared_ranges() -> None:
         assert req.specifier.contains(locked[canonicalize_name(req.name)]), f"constraints/dev.txt breaks {req}"
 
 
-def test_the_wheel_at_the_lower_bounds_on_the_lowest_python_generates_the_library_unchanged(tmp_path: Path) -> None:
+def test_the_wheel_at_the_lower_bounds_on_the_lowest_python_generates_the_library_unchanged(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     version = _lowest_python()
     python = _find_python(version)
     if python is None:
         pytest.skip(f"no Python {version} (python{version} on PATH or under pyenv) to test the lower bounds")
-    source = copy_checkout(tmp_path / "checkout")
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "dist"), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=INSTALL_TIMEOUT,
-        check=False,
-    )
-    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
-    wheel = next((tmp_path / "dist").glob("slo_compiler-*.whl"))
+    wheel = built_wheel(tmp_path_factory).path  # the one test_packaging installs: built once per run
     venv = tmp_path / "venv"
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, timeout=INSTALL_TIMEOUT)
     env = {key: value for key, value in os.environ.items() if key not in {"PYTHONPATH", "SLO_COMPILER_DEBUG"}}

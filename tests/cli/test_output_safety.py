@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ import pytest
 
 from compiler.write import MANIFEST_NAME, OutputRefusedError, check_location, leftover_name, read_tree
 from tests.conftest import VALID_SLO, make_spec_tree
+from tests.support import reference_output
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RULES = "prometheus/rules/dns-errors.rules.yaml"
@@ -90,11 +92,10 @@ def specs(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def expected(tmp_path: Path, specs: Path) -> dict[str, bytes]:
-    """What the spec tree generates, manifest included, built once in a directory of its own."""
-    code, _, stderr = generate(tmp_path, "reference")
-    assert code == 0, stderr
-    tree = read_tree(tmp_path / "reference", with_manifest=True)
+def expected(specs: Path) -> dict[str, bytes]:
+    """What the spec tree generates, manifest included, built by a run of its own in another directory
+    (once per worker process: every test here starts from the same tree)."""
+    tree = read_tree(reference_output(specs), with_manifest=True)
     assert RULES in tree and MANIFEST_NAME in tree
     return tree
 
@@ -387,9 +388,9 @@ def old_and_new(tmp_path: Path, specs: Path, expected: dict[str, bytes]) -> tupl
     """``out`` holds the output of ``specs``; ``new-specs`` adds a second spec. Returns both trees."""
     new = make_spec_tree(tmp_path / "new-specs")
     (new / "network" / "dns-two.yaml").write_text(VALID_SLO.replace("name: dns-errors", "name: dns-two"), "utf-8")
-    assert generate(tmp_path, "new-reference", "new-specs")[0] == 0
-    assert generate(tmp_path)[0] == 0
-    return expected, read_tree(tmp_path / "new-reference", with_manifest=True)
+    shutil.copytree(reference_output(specs), tmp_path / "out")  # what `generate` wrote there, byte for byte
+    assert read_tree(tmp_path / "out", with_manifest=True) == expected
+    return expected, read_tree(reference_output(new), with_manifest=True)
 
 
 def test_a_run_waits_for_the_lock_of_a_slow_run(

@@ -2,7 +2,8 @@
 
 Before the schemas and templates were package data, ``pip install`` succeeded and every
 command then failed with an internal error looking for ``site-packages/schemas``. These tests
-build the wheel once (with pip's build isolation, as ``pip install .`` does), install it with
+build the wheel once per test run (with pip's build isolation, as ``pip install .`` does;
+``tests/venvs.py`` shares it with the lower-bounds test), install it with
 ``--no-deps --no-index`` into a venv that sees only the already-installed dependencies (see
 ``tests/venvs.py``), and run every command from an unrelated directory on a copy of the
 library.
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from compiler.source.schema import SCHEMA_FILES
-from tests.venvs import REPO_ROOT, TIMEOUT, Venv, copy_checkout, create_venv
+from tests.venvs import REPO_ROOT, TIMEOUT, Venv, built_wheel, create_venv
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
@@ -48,16 +49,8 @@ class Installed:
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     root = tmp_path_factory.mktemp("packaging")
-    source = copy_checkout(root / "checkout")
-    build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--verbose", "-w", str(root / "dist"), str(source)],
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-    )
-    assert build.returncode == 0, build.stdout[-4000:] + build.stderr[-4000:]
-    wheel = next((root / "dist").glob("slo_compiler-*.whl"))
+    built = built_wheel(tmp_path_factory)
+    wheel = built.path
     venv = create_venv(root / "venv", with_pip=False)
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-deps", "--no-index", str(wheel)],
@@ -70,7 +63,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     elsewhere = root / "elsewhere"
     elsewhere.mkdir()
     specs = shutil.copytree(REPO_ROOT / "slo_specs", root / "library" / "specs")
-    return Installed(venv, wheel, build.stdout + build.stderr, elsewhere, specs)
+    return Installed(venv, wheel, built.build_log, elsewhere, specs)
 
 
 def cli(installed: Installed, *args: str | Path) -> subprocess.CompletedProcess[str]:
