@@ -28,7 +28,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tests.world import promtool, untouched
 from tests.world.dataset import Expectations, Fires, every_series
@@ -65,8 +64,8 @@ def rules(stack: str, tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
 
 
 def _alert_rules(path: Path) -> list[dict[str, object]]:
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return [rule for group in document["groups"] for rule in group["rules"] if "alert" in rule]
+    groups = untouched.rule_groups(path.read_text(encoding="utf-8"))
+    return [rule for group in groups for rule in group["rules"] if "alert" in rule]
 
 
 def _labels(rule: dict[str, object]) -> dict[str, str]:

@@ -47,10 +47,13 @@ def _run(samples: Sequence[float | None], start: int) -> tuple[int, str]:
     following = samples[end] if end < len(samples) else None
     if following is not None:
         delta = following - first
-    tolerance = 1e-9 * max(1.0, abs(delta))
-    while end < len(samples):
+    tolerance, size = 1e-9 * max(1.0, abs(delta)), len(samples)
+    while end < size:  # the hot loop of writing a data set: one pass per sample, no call on the usual path
         value = samples[end]
-        if value is None or abs(value - previous - delta) > max(tolerance, 1e-12 * abs(value)):
+        if value is None:
+            break
+        gap = abs(value - previous - delta)
+        if gap > tolerance and gap > 1e-12 * abs(value):
             break
         previous = value
         end += 1
