@@ -25,7 +25,10 @@ of its second day (counters have risen for one day).
 Rule CPU per minute is given two ways: the process CPU with rules minus without (what the rules cost
 the server, including writing the recorded series and any contention), and the sum of the groups'
 evaluation durations per minute (wall time in the evaluator, which on a loaded machine includes
-waiting for a core). Usage:
+waiting for a core: the groups run at once, so it is CPU only when the server has cores to spare).
+Prometheus inherits this process's niceness: when it gets less CPU than the rules need, groups overrun
+their interval (the missed evaluations are printed) and the process CPU is a lower bound of the need.
+Usage:
 
     python bench/bench_live_eval.py [--nodes 7500] [--history 1h] [--baseline 5m] [--window 5m]
 """
@@ -339,12 +342,15 @@ def main() -> None:
     parser.add_argument("--baseline", default="5m", help="process CPU measured without rules over this")
     parser.add_argument("--window", default="5m", help="groups and process CPU measured with rules over this")
     parser.add_argument("--top", type=int, default=40, help="groups in the table (worst first); 0: all")
-    parser.add_argument("--profile", type=int, default=3, help="groups whose costliest rules are profiled")
+    parser.add_argument("--profile", type=int, default=5, help="groups whose costliest rules are profiled")
+    parser.add_argument(
+        "--rules", type=Path, default=REPO_ROOT / "generated/prometheus/rules", help="the *.rules.yaml loaded"
+    )
     args = parser.parse_args()
     began = time.monotonic()
     model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
     assert model is not None and not diagnostics, diagnostics.render()
-    rule_files = sorted((REPO_ROOT / "generated/prometheus/rules").glob("*.rules.yaml"))
+    rule_files = sorted(args.rules.glob("*.rules.yaml"))
     clock = Clock(args.minute_of_day, time.time())
     every = library_series(model, args.nodes, clock.origin)  # clocks and expiry times read as wall time
     generated_s = time.monotonic() - began
@@ -439,7 +445,13 @@ def report(
     )
     print(f"{verdict}; worst {worst[0].name if worst else '-'} at {worst[0].worst() / worst[0].interval_s:.2%}")
     failures = one(metrics, "prometheus_rule_evaluation_failures_total")
-    print(f"rule evaluation failures: {failures:.0f}; rules unhealthy at the end: {len(problems)}")
+    missed = by_group(metrics, "prometheus_rule_group_iterations_missed_total")
+    late = sorted((value, key.rpartition(";")[2]) for key, value in missed.items() if value)
+    print(
+        f"rule evaluation failures: {failures:.0f}; rules unhealthy at the end: {len(problems)}; evaluations missed "
+        f"(a group still running when its next was due) since loading: {sum(missed.values()):.0f}"
+        + (f", most in {late[-1][1]} ({late[-1][0]:.0f})" if late else "")
+    )
     print("\n".join(problems[:20]))
     print("costliest rules of the worst groups:")
     print("\n".join(profiled))
