@@ -14,7 +14,7 @@ CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver etcd etcdctl prometheus-node-exporter strace
 DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver etcd-server etcd-client prometheus-node-exporter strace
 
-.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest docs clean
+.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest bench-live-eval docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -96,6 +96,11 @@ bench-backtest: $(DEV) ## backtest the library over 14 days of a synthetic clust
 	$(PY) bench/bench_backtest.py --nodes 75 --days 17.1 --replay 14d --warmup 3d
 
 bench: bench-backtest
+
+bench-live-eval: $(DEV) ## the whole library evaluated live by a real Prometheus scraping a 7,500-node cluster (about 20 min)
+	$(PY) bench/bench_live_eval.py --nodes 7500
+
+bench: bench-live-eval
 
 docs: $(DEV) ## build the manual (docs/, MkDocs) into site/, strict: a broken link, anchor or example fails
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
