@@ -289,16 +289,43 @@ no_data: {for: 10m}
 }
 
 
+# A fleet of hosts (test_live_backtest): west h1 and h2 run hot from the incident, h2 until the calm. Each unit
+# ticket fires before the page (its for is shorter), both are held back while the page fires, and h1's fires
+# again once the page's condition breaks (one unit out) and its own for has passed.
+FLEET_SPECS = {
+    "host-temp": """\
+slice: {by: [cluster]}
+sli:
+  gauge:
+    expr: 'max by (cluster) (host_temp)'
+    aggregate: max
+unit: ratio
+normal_range: {max: 0.8, for: 20s}
+critical_range: {max: 0.95, for: 8s}
+fleet:
+  units: [instance]
+  page: {units: 2}
+  for: 4s
+series_budget: 7504
+persistence: {for: 4s}
+no_data: {for: 10m}
+""",
+}
+
+
 def _errors_from(start: int, incident: int, hot: bool) -> Rate:
     return lambda seconds: 100.0 if hot and start + seconds > incident else 0.0
 
 
-def backtest_data(start: int, end: int, incident: int, calm_again: int, drained: int | None = None) -> str:
+def backtest_data(
+    start: int, end: int, incident: int, calm_again: int, drained: int | None = None, hosts: bool = False
+) -> str:
     """West: queue depth 500 and 91% errors from ``incident``, depth back to 10 at ``calm_again``; east stays calm.
 
     From ``drained`` every queue is empty: the gauge SLI (``depth > 0``) has no series, so its recorded
     series goes stale at once and the no-data alert fires (the raw series are still there: only the
-    rule's own staleness makes it disappear within the 5m lookback).
+    rule's own staleness makes it disappear within the 5m lookback). With ``hosts``, the host
+    temperatures of ``FLEET_SPECS``.
     """
     om = OpenMetrics(start, end, step=5)
     for cluster in ("west", "east"):
@@ -310,4 +337,10 @@ def backtest_data(start: int, end: int, incident: int, calm_again: int, drained:
             depth = 500 if hot and incident <= t < calm_again else 10
             depth = 0 if drained is not None and t >= drained else depth
             lines.append(f'work_queue_depth{{cluster="{cluster}"}} {depth} {t}')
+        for host in range(1, 5) if hosts else ():
+            temps = om.families.setdefault("host_temp", [])
+            until = end + 1 if host == 1 else calm_again if host == 2 else incident
+            for t in range(start, end + 1, 5):
+                temp = 0.99 if hot and incident <= t < until else 0.5
+                temps.append(f'host_temp{{cluster="{cluster}",instance="h{host}"}} {temp} {t}')
     return om.text()

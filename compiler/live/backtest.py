@@ -59,6 +59,7 @@ from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Sto
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import _children, _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
+from compiler.promql.evaluate import _set_op, _signature
 
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
 # Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
@@ -190,21 +191,50 @@ def inlinable(rules: Sequence[Rule]) -> set[str]:
     return {name for name in producers if able(name)}
 
 
+@dataclass(frozen=True)
+class Split:
+    """``server unless on (...) memory``: an alert whose left side the server evaluates and whose right side
+    reads only recorded series (a fleet's unit ticket held back while its slice pages), joined per step here."""
+
+    server: str
+    memory: str
+    modifier: pp.BinModifier | None
+
+
+def split_of(expr: str, recorded: set[str]) -> Split | None:
+    """The expression as a ``Split`` when its top is ``unless`` whose right side reads only ``recorded``."""
+    node = parse_expr(expr)
+    while isinstance(node, pp.ParenExpr):
+        node = node.expr
+    if not isinstance(node, pp.BinaryExpr) or str(node.op) != "unless":
+        return None
+    right = {part.name for part in _iter_nodes(node.rhs) if isinstance(part, pp.VectorSelector) and part.name}
+    if not right or not right <= recorded:
+        return None
+    return Split(str(node.lhs), str(node.rhs), node.modifier)
+
+
 def droppable(rules: Sequence[Rule]) -> list[Rule]:
-    """Recorded rules that need not be held: inlinable, and every rule reading them reads them plainly
-    and can itself run on the server (its own recorded inputs inlinable)."""
+    """Recorded rules that need not be held: inlinable, and every rule reading them reads them plainly, in
+    the part of it the server evaluates (all of it, or a ``Split``'s left side), and that part can run on the
+    server (its own recorded inputs inlinable)."""
     able = inlinable(rules)
     recorded = {rule.name for rule in rules if rule.kind == "record"}
+    server_parts = {}
+    for index, rule in enumerate(rules):
+        split = split_of(rule.expr, recorded)
+        server_parts[index] = split.server if split is not None else rule.expr
+    reads = {index: plain_reads(part) for index, part in server_parts.items()}
     server_ok = {
-        index: all(plain and read in able for read, plain in plain_reads(rule.expr).items() if read in recorded)
-        for index, rule in enumerate(rules)
+        index: all(plain and read in able for read, plain in found.items() if read in recorded)
+        for index, found in reads.items()
     }
     found = []
     for rule in rules:
         if rule.kind != "record" or rule.name not in able or rule.expr.startswith("vector("):
             continue
         readers = [index for index, other in enumerate(rules) if rule.name in _names(other.expr) and other is not rule]
-        if readers and all(server_ok[index] for index in readers):
+        if readers and all(server_ok[index] and reads[index].get(rule.name) for index in readers):
             found.append(rule)
     return found
 
@@ -234,9 +264,10 @@ def warmup_ms(rules: Sequence[Rule]) -> int:
     return max((chain(rule.expr) for rule in rules if rule.kind == "alert"), default=0)
 
 
-def inline_for_server(rule: Rule, rules: Sequence[Rule], slo: SLO) -> str:
-    """A raw-reading rule's expression with the spec's recorded series it reads inlined (the server lacks them)."""
-    expr = rule.expr
+def inline_for_server(rule: Rule, rules: Sequence[Rule], slo: SLO, expr: str | None = None) -> str:
+    """A raw-reading rule's expression (or ``expr``, a part of it) with the spec's recorded series it reads
+    inlined (the server lacks them)."""
+    expr = rule.expr if expr is None else expr
     for other in rules:
         reference = series.recorded(other.name, slo)
         if other.kind == "record" and other is not rule and reference in expr:
@@ -478,12 +509,21 @@ class Backtest:
         """A rule's vector at every step: on the server when it reads raw series or a rule not held (inlined),
         else in memory from the held ones."""
         if self.on_server(rule, held):
-            steps = self.from_server(inline_for_server(rule, rules, slo), store.grid)
+            split = split_of(rule.expr, held)
+            part = split.server if split is not None else rule.expr
+            steps = self.from_server(inline_for_server(rule, rules, slo, part), store.grid)
             found = len({frozenset(labels.items()) for vector in steps for labels, _ in vector})
             self._within_budget(found)
-            return _with_absent_labels(rule.expr, steps)
+            if split is None:
+                return _with_absent_labels(rule.expr, steps)
+            memory = self._in_memory(rule, split.memory, slo, store)
+            signature = _signature(split.modifier)
+            return [_set_op("unless", left, right, signature) for left, right in zip(steps, memory, strict=True)]
+        return self._in_memory(rule, rule.expr, slo, store)
+
+    def _in_memory(self, rule: Rule, expr: str, slo: SLO, store: Store) -> list[Vector]:
         evaluator = StepEvaluator(store)
-        steps = evaluator.run(rule.expr)
+        steps = evaluator.run(expr)
         if evaluator.errors:
             _step, message = evaluator.errors[0]
             failed = len(evaluator.errors)

@@ -482,8 +482,8 @@ class Preflight:
             out[key] = out.get(key, 0) + (1 if (value > bound if above else value < bound) else 0)
         word = "above" if above else "below"
         shown_bound = human.value(slo.unit, bound)
-        if alert.fleet == "unit":
-            firing = [key for key in units if out[key]]
+        if alert.fleet == "unit":  # held back in a slice that pages (after the page's for, as this assumes)
+            firing = [key for key in units if out[key] and not slo.fleet.pages(units[key], out[key])]
             rule = f"{alert.name} ({alert.severity_text}, a unit {word} {shown_bound})"
         else:
             firing = [key for key in units if slo.fleet.pages(units[key], out[key])]

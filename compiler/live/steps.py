@@ -25,7 +25,7 @@ from datetime import timedelta
 
 import promql_parser as pp
 
-from compiler.promql import Matcher, _selector_parts, _td_ms, parse_expr
+from compiler.promql import Matcher, _iter_nodes, _selector_parts, _td_ms, parse_expr
 from compiler.promql.evaluate import (
     Unsupported,
     _check_unique,
@@ -229,11 +229,16 @@ class StepEvaluator:
         inner = node.expr
         while isinstance(inner, pp.ParenExpr):
             inner = inner.expr
-        if not isinstance(inner, pp.VectorSelector):
-            raise StepError("backtest evaluates subqueries of a recorded series only")
+        if isinstance(inner, pp.VectorSelector):
+            selected, inner_offset = self._selected(inner), _ms(inner.offset)
+        else:
+            # An expression of instant reads only: its value at a multiple of the step is its value at the last
+            # grid time at or before it, where every series it reads last had a sample (or was stale).
+            if not _instant_reads_only(inner):
+                raise StepError("backtest evaluates subqueries of a recorded series or of its instant reads only")
+            selected, inner_offset = _series_of(self.vectors(inner), self.grid.n), 0
         width, offset = _ms(node.range), _ms(node.offset)
         step = _ms(node.step) or self.grid.step_ms
-        inner_offset = _ms(inner.offset)
         base = -((-(self.grid.start_ms - offset - width)) // step) * step  # first multiple any window reads
         times = list(range(base, self.grid.time(self.grid.n - 1) - offset + 1, step)) if self.grid.n else []
         spans = []
@@ -242,7 +247,7 @@ class StepEvaluator:
             first = -((-(end - width)) // step) * step
             spans.append(((first - base) // step, (end - base) // step))
         out: list[Vector] = [[] for _ in range(self.grid.n)]
-        for labels, values in self._selected(inner):
+        for labels, values in selected:
             result = labels if name == "last_over_time" else _drop_name(labels)
             points = [self.value_at(values, t - inner_offset) for t in times]
             for index, value in enumerate(reduce_windows(name, points, spans)):
@@ -428,6 +433,28 @@ def _scalar_op(op: str, a: float, b: float) -> float:
 
 # Windows this long or longer are summed from prefix sums rather than one by one.
 PREFIX_FROM = 64
+
+
+def _instant_reads_only(node: pp.Expr) -> bool:
+    """No range, subquery, offset or ``@`` anywhere in the expression."""
+    for part in _iter_nodes(node):
+        if isinstance(part, pp.MatrixSelector | pp.SubqueryExpr):
+            return False
+        if isinstance(part, pp.VectorSelector) and (part.offset is not None or part.at is not None):
+            return False
+    return True
+
+
+def _series_of(vectors: list[Vector], n: int) -> list[tuple[Labels, list[float | None]]]:
+    """An expression's per-step vectors as series: each label set with its value at every step (None: absent)."""
+    found: dict[tuple[tuple[str, str], ...], tuple[Labels, list[float | None]]] = {}
+    for index, vector in enumerate(vectors):
+        for labels, value in vector:
+            key = tuple(sorted(labels.items()))
+            if key not in found:
+                found[key] = (labels, [None] * n)
+            found[key][1][index] = value
+    return list(found.values())
 
 
 def reduce_windows(name: str, points: list[float | None], spans: list[tuple[int, int]]) -> list[float | None]:

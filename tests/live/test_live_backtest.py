@@ -42,13 +42,14 @@ def backtest_run(clock: clockwork.Clock) -> tuple[Compiled, str, dict[str, Any]]
     """Started when the session collects a test that needs it (tests/clockwork.py): the compiled specs, then the
     server after the run (left running for the replays) and the live facts (first and last evaluation, ALERTS)."""
     workdir = clock.workdir
-    tree = live_data.write_tree(workdir / "specs", live_data.BACKTEST_SPECS, live_data.BACKTEST_PROJECT)
+    specs = {**live_data.BACKTEST_SPECS, **live_data.FLEET_SPECS}
+    tree = live_data.write_tree(workdir / "specs", specs, live_data.BACKTEST_PROJECT)
     model, diagnostics = compile_specs(tree)
     assert model is not None and not diagnostics, diagnostics.render()
     files = render(model, diagnostics)
     now = int(time.time())
     text = live_data.backtest_data(
-        now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT, now + DRAINED_AT
+        now - 15 * 60, now + RUN_FOR + 60, now + INCIDENT_AT, now + CALM_AT, now + DRAINED_AT, hosts=True
     )
     (workdir / "server").mkdir()
     rule_files = []
@@ -78,7 +79,7 @@ def live() -> Iterator[tuple[str, dict[str, Any]]]:
 
 # Each spec's group runs at its own phase within the interval (Prometheus hashes the group's name and file);
 # slo_info (vector(1)) is recorded at every evaluation of its group.
-SPECS = ("queue-depth", "request-errors")
+SPECS = ("queue-depth", "request-errors", "host-temp")
 
 
 def facts(prom: servers.Prometheus) -> dict[str, Any]:
@@ -136,14 +137,22 @@ def test_the_replay_equals_what_the_live_server_fired(live: tuple[str, dict[str,
     expected = live_intervals(seen)
     got = replayed(intervals)
     names = {key[0] for key in expected}
-    # The data trips each kind: a range alert that resolves, one without for, a burn pair, and a no-data
-    # alert that fires only because a rule's series is stale at once (the raw series would still be read).
+    # The data trips each kind: a range alert that resolves, one without for, a burn pair, a no-data alert
+    # that fires only because a rule's series is stale at once (the raw series would still be read), and a
+    # fleet's page with unit tickets held back while it fires.
     assert {
         "QueueDepthAboveNormalRange",
         "QueueDepthAboveCriticalRange",
         "RequestErrorsErrorBudgetBurn",
         "QueueDepthNoData",
+        "HostTempAboveCriticalRange",
+        "HostTempUnitAboveCriticalRange",
     } <= names
+    units = {dict(k[1])["instance"]: runs for k, runs in expected.items() if k[0] == "HostTempUnitAboveCriticalRange"}
+    # h1: fired, held back when the page fired, fired again after the calm; h2: fired, then held back for good
+    assert sorted(units) == ["h1", "h2"] and len(units["h1"]) == 2 and len(units["h2"]) == 1, units
+    page = next(runs for k, runs in expected.items() if k[0] == "HostTempAboveCriticalRange")
+    assert units["h2"][0][1] is not None and units["h2"][0][1] <= page[0][0] + INTERVAL_S, (units, page)
     if not any(seen["missed"].values()):
         assert got == expected
     else:  # an overloaded machine made the server skip evaluations, which a replay on a full grid does not
@@ -190,7 +199,7 @@ def test_the_command_line_agrees_within_one_interval_and_reports(
             assert abs((item["resolved_ms"] or last * 1000) / 1000 - (resolved or last)) <= INTERVAL_S
     weekly = {(w["team"], w["severity"]): w["firings"] for w in report["per_week"]}
     assert weekly[("team-a", "page")] >= 2 and weekly[("team-a", "ticket")] >= 1
-    assert {n["alert"] for n in report["never_fired"]} == {"RequestErrorsNoData"}
+    assert {n["alert"] for n in report["never_fired"]} == {"RequestErrorsNoData", "HostTempNoData"}
     assert report["noisiest"][0]["firings"] >= 1
     burn = next(i for i in report["intervals"] if i["labels"].get("long_window") == "1h")
     assert burn["condition_began"] != "-" and burn["time_to_fire"] != "0s"

@@ -4,6 +4,8 @@ spec that sees its data passes (exit 0). Runs in about 3 s (one server, one back
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import time
 from collections.abc import Iterator
@@ -38,9 +40,6 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture(scope="module")
 def report(server: str, tree: Path) -> dict[str, Any]:
-    import contextlib
-    import io
-
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
         code = main(["preflight", "--prometheus", server, "--specs", str(tree), "--format", "json"])
@@ -206,3 +205,25 @@ objective: {target: 99.9%, period: 30d}
         "coredns_dns_responses_total is there with job coredns (12 series)"
     )
     assert total["detail"] == {"jobs": {"coredns": 12}}
+
+
+def test_a_fleet_unit_ticket_would_fire_only_where_its_slice_does_not_page(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """West has 3 of 4 hosts hot (the page, which holds their tickets back), east 1 of 4 (its ticket)."""
+    workdir = tmp_path_factory.mktemp("preflight-fleet")
+    now = int(time.time())
+    om = live_data.OpenMetrics(now - 40 * 60, now + 5 * 60)
+    for cluster, hot in (("west", 3), ("east", 1)):
+        for host in range(4):
+            om.gauge("host_temp", {"cluster": cluster, "instance": f"h{host}"}, 0.99 if host < hot else 0.5)
+    blocks = servers.backfill(om.text(), workdir)
+    tree = live_data.write_tree(tmp_path_factory.mktemp("specs"), live_data.FLEET_SPECS)
+    with servers.prometheus(workdir, [], None, blocks) as prom:
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            main(["preflight", "--prometheus", prom.url, "--specs", str(tree), "--format", "json"])
+    (spec,) = json.loads(buffer.getvalue())["specs"]
+    now_findings = {f["subject"].split(" ")[0]: f for f in spec["findings"] if f["check"] == "now"}
+    assert now_findings["HostTempUnitAboveCriticalRange"]["detail"]["firing"] == [{"cluster": "east"}]
+    assert now_findings["HostTempAboveCriticalRange"]["detail"]["firing"] == [{"cluster": "west"}]

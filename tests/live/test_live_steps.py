@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from compiler.live.backtest import _names, rules_of
+from compiler.live.backtest import _names, rules_of, split_of
 from compiler.live.client import Access, Client
 from compiler.live.steps import Grid, StepEvaluator, Store
 from tests import servers
@@ -28,6 +28,7 @@ DAYS = 4
 FILES = (
     REPO_ROOT / "generated" / "prometheus" / "rules" / "cluster-dns-servfail.rules.yaml",
     REPO_ROOT / "tests" / "golden" / "prometheus" / "rules" / "fixture-gauge.rules.yaml",
+    REPO_ROOT / "generated" / "prometheus" / "rules" / "node-clock-sync.rules.yaml",
 )
 SERIES = {
     "cluster-dns-servfail": (
@@ -37,13 +38,21 @@ SERIES = {
         "slo:sli_bad:rate1h",
     ),
     "fixture-gauge": ("slo:sli_value:gauge",),
+    # a fleet: its unit tickets are held back through a subquery of the page's condition over the slice counts
+    "node-clock-sync": (
+        "slo:sli_value:gauge",
+        "slo:unit_value:gauge",
+        "slo:fleet_units:count",
+        "slo:fleet_units_out:count",
+    ),
 }
 CLUSTERS = ("a", "b")
 
 
 def value(name: str, cluster: str, minute: int) -> float:
-    """Varying values: a daily wave, bursts, and one cluster dark for an hour (the series disappears)."""
-    base = 1000.0 if "total" in name or "gauge" in name else 5.0
+    """Varying values: a daily wave, bursts, and one cluster dark for an hour (the series disappears). A unit
+    value and the units out cross the fleet's lines (0.5; 3 units) with the wave."""
+    base = 0.5 if "unit_value" in name else 1000.0 if "total" in name or "gauge" in name else 5.0
     wave = 1 + 0.5 * math.sin(minute / 180) + (3.0 if minute % 997 < 40 and "bad" in name else 0.0)
     return round(base * wave * (1.3 if cluster == "b" else 1.0), 6)
 
@@ -77,7 +86,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
 
 
 def expressions() -> list[str]:
-    """Every expression of the two rule files that reads only recorded series."""
+    """Every expression of the rule files that reads only recorded series, and the part of a unit ticket that
+    backtest evaluates in memory when its left side runs on the server (``Split``)."""
     found = []
     for path in FILES:
         _, rules = rules_of(path.read_bytes())
@@ -85,6 +95,9 @@ def expressions() -> list[str]:
         for rule in rules:
             if rule.expr != "vector(1)" and all(name in recorded for name in _names(rule.expr)):
                 found.append(rule.expr)
+                split = split_of(rule.expr, recorded)
+                if split is not None:
+                    found.append(split.memory)
     return found
 
 
@@ -108,7 +121,9 @@ def test_every_recorded_series_expression_matches_prometheus(server: tuple[str, 
     found = expressions()
     # the rate tiers sum non-overlapping blocks read with offset; the budget and period events read [30d:1h]
     # and the 5m total and bad sum the recorded parts (the total's rates by rcode)
-    assert len(found) == 24 and sum("offset" in e for e in found) == 11 and sum(":1h]" in e for e in found) == 2
+    # node-clock-sync: its two counts, the normal, page, unit (whole, and its held-back part) and no-data alerts
+    assert len(found) == 31 and sum("offset" in e for e in found) == 13 and sum(":1h]" in e for e in found) == 2
+    assert sum("[10m:1m]" in e for e in found) == 2
     for expr in found:
         mine = StepEvaluator(held).run(expr)
         theirs = client.query_range(expr, held.grid.time(last_day) / 1000, held.grid.time(held.grid.n - 1) / 1000, 60)

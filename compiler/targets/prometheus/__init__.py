@@ -459,14 +459,46 @@ def _with_extra_annotations(rule: AlertRule) -> AlertRule:
     return AlertRule(rule.spec, rule.expr, {**rule.annotations, **extra})
 
 
+def paging_flag(model: Model, slo: SLO, page: AlertRule) -> str:
+    """Per slice, a series while the fleet page's (gated) condition has held at every evaluation step of its
+    ``for`` on history at least that long (about when the page fires): a subquery over the slice counts,
+    never a per-unit read. The offset read asks for that history, so a young server, or a proof's first
+    minutes, cannot count a short stretch as the whole ``for``."""
+    by = ", ".join(slo.slice.by)
+    units = series.recorded(series.FLEET_UNITS, slo)
+    now = f"count by ({by}) (\n{_indent(page.expr)}\n)\nor on ({by}) 0 * sum by ({by}) ({units})"
+    if not page.for_ms:
+        return f"(\n{_indent(now)}\n) > 0"
+    window, step = format_duration(page.for_ms), format_duration(model.project.evaluation_interval_ms)
+    held = f"min_over_time(\n  (\n{_indent(_indent(now))}\n  )[{window}:{step}]\n) > 0"
+    return f"{held}\nand on ({by})\n{units} offset {window}"
+
+
+def _held_back_while_paging(model: Model, slo: SLO, unit: AlertRule, page: AlertRule) -> AlertRule:
+    """A unit ticket is held back in a slice whose page has fired: the page is the incident, and a fleet-wide
+    incident is then one alert on the server too, not one per node (7,500 active alerts cost Prometheus
+    minutes of template expansion per evaluation, docs/live-tools.md). Before the page fires, and as soon
+    as its condition breaks, every unit out has its ticket, so no flapping share can hide a unit."""
+    on = f"on ({', '.join(slo.slice.by)})"
+    expr = f"(\n{_indent(unit.expr)}\n)\nunless {on}\n(\n{_indent(paging_flag(model, slo, page))}\n)"
+    wait, words = human.duration(page.for_ms), slo.fleet.describe() if slo.fleet else "its units"
+    note = f" While {page.name} fires for the slice ({words} out for {wait}), its unit tickets are held back: "
+    note += "the page is the incident."
+    description = unit.annotations["description"] + _go_text(note)
+    return AlertRule(unit.spec, expr, {**unit.annotations, "description": description})
+
+
 def alert_rules(model: Model, spec: SpecPlan) -> list[AlertRule]:
     """The alerting rules of one spec, in the plan's order."""
-    return [
-        _with_extra_annotations(
-            _with_holds_back(model, spec.slo, _with_gate(spec.slo, _RULE_BUILDERS[alert.kind](model, spec.slo, alert)))
-        )
-        for alert in spec.alerts
+    built = [_with_gate(spec.slo, _RULE_BUILDERS[alert.kind](model, spec.slo, alert)) for alert in spec.alerts]
+    pages = {rule.spec.side: rule for rule in built if rule.spec.fleet == "page"}
+    built = [
+        _held_back_while_paging(model, spec.slo, rule, pages[rule.spec.side])
+        if rule.spec.fleet == "unit" and rule.spec.side in pages
+        else rule
+        for rule in built
     ]
+    return [_with_extra_annotations(_with_holds_back(model, spec.slo, rule)) for rule in built]
 
 
 def rule_group(model: Model, spec: SpecPlan) -> dict[str, Any]:

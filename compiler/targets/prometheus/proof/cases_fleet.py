@@ -157,9 +157,13 @@ def _group(
     out = Timeline.constant(out_value, back).then(calm, end - back)
     quiet = Timeline.constant(calm, end)
     pages = fleet.pages(case.units, case.out)
+    # Once the page fires the unit tickets are held back; a unit fires first only if its ``for`` ends before
+    # the page's could (the earliest crossing is the onset: a ramping rate may cross before ``crossed``).
+    held_from = first.onset + minutes(band.for_ms)  # the earliest minute the page can fire
+    units_fire = not pages or unit_fires < held_from
     group = Group(
         f"{page.name} (fleet): {case.title} out in a slice of {case.units} from 0m: "
-        f"{'pages at ' + duration_text(fires) if pages else 'no page'}; each unit out has its ticket; resolved by "
+        f"{'pages at ' + duration_text(fires) if pages else 'no page'}; {_tickets(pages, units_fire)}; resolved by "
         f"{duration_text(cleared)}",
         {},
         None,
@@ -167,11 +171,16 @@ def _group(
     for index, inputs in enumerate(units):
         group.extra_series.extend(inputs.input_series({"a": out if index < case.out else quiet}))
     out_labels = [units[index].alert_labels("a") for index in range(case.out)]
-    if unit_fires > crossed:
-        _states(group, unit, _pending_minute(first, crossed, unit_fires), "pending", out_labels)
-    _states(group, unit, unit_fires, "firing", out_labels)
-    _exactly(ctx, group, unit, unit_fires, out_value, out_labels)
+    pending = _pending_minute(first, crossed, unit_fires)
+    if unit_fires > crossed and (not pages or pending < held_from):
+        _states(group, unit, pending, "pending", out_labels)
+    if units_fire:
+        _states(group, unit, unit_fires, "firing", out_labels)
+        _exactly(ctx, group, unit, unit_fires, out_value, out_labels)
+    else:
+        nothing_until(group, back, {"alertname": unit.name, "alertstate": "firing"})
     if pages:
+        nothing_until(group, back, {"alertname": unit.name}, since=fires)
         if fires > crossed:
             _states(group, page, _pending_minute(first, crossed, fires), "pending", [ctx.slice_a])
         _states(group, page, fires, "firing", [ctx.slice_a])
@@ -181,6 +190,14 @@ def _group(
     nothing_until(group, end, {"alertname": unit.name}, since=cleared)
     nothing_until(group, end, {"alertname": page.name}, since=cleared)
     return group
+
+
+def _tickets(pages: bool, units_fire: bool) -> str:
+    if not pages:
+        return "each unit out has its ticket"
+    if units_fire:
+        return "each unit out has its ticket until the page fires"
+    return "the unit tickets pend and are held back by the page"
 
 
 def _pending_minute(inputs: Inputs, crossed: int, fires: int) -> int:
