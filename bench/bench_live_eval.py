@@ -58,6 +58,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from bench.bench_backtest import DAY_MIN, Day, _finish, _promtool, library_series  # noqa: E402
+from compiler.model import Model  # noqa: E402
 from compiler.pipeline import compile_specs  # noqa: E402
 from compiler.promql import parse_duration  # noqa: E402
 from tests import servers  # noqa: E402
@@ -315,6 +316,17 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def settle_seconds(model: Model, text: str) -> float:
+    """``--settle``: a duration, or (auto) the longest ``for`` of a fleet's page plus two evaluations."""
+    if text != "auto":
+        return _seconds(text)
+    longest = max(
+        (slo.critical_range.for_ms for slo in model.slos if slo.fleet is not None and slo.critical_range is not None),
+        default=0,
+    )
+    return (longest + 2 * model.project.evaluation_interval_ms) / 1000
+
+
 def _seconds(text: str) -> float:
     return (parse_duration(text) or 0) / 1000
 
@@ -341,6 +353,12 @@ def main() -> None:
     parser.add_argument("--scrape-interval", default="30s")
     parser.add_argument("--baseline", default="5m", help="process CPU measured without rules over this")
     parser.add_argument("--window", default="5m", help="groups and process CPU measured with rules over this")
+    parser.add_argument(
+        "--settle",
+        default="auto",
+        help="wait this long after the groups are warm before measuring; auto: the longest for of a fleet's "
+        "page plus two evaluations (the steady state: each slice that pages holds its unit tickets back)",
+    )
     parser.add_argument("--top", type=int, default=40, help="groups in the table (worst first); 0: all")
     parser.add_argument("--profile", type=int, default=5, help="groups whose costliest rules are profiled")
     parser.add_argument(
@@ -395,6 +413,9 @@ def main() -> None:
                 write_config(config, target_url, scrape_s, rule_files)
                 urllib.request.urlopen(urllib.request.Request(f"{url}/-/reload", method="POST"), timeout=120)
                 warm_s = warm(url, 600)
+                settle_s = settle_seconds(model, args.settle)
+                print(f"groups warm {warm_s:.0f} s after loading; settling {settle_s:.0f} s before measuring")
+                time.sleep(settle_s)
                 groups, rules_cpu, rules_wall = watch_groups(url, _seconds(args.window))
                 metrics = scrape(url)
                 problems, worst = rule_problems(url), sorted(groups.values(), key=lambda g: -g.worst() / g.interval_s)

@@ -220,10 +220,11 @@ def droppable(rules: Sequence[Rule]) -> list[Rule]:
     server (its own recorded inputs inlinable)."""
     able = inlinable(rules)
     recorded = {rule.name for rule in rules if rule.kind == "record"}
-    server_parts = {}
+    server_parts, memory_reads = {}, {}
     for index, rule in enumerate(rules):
         split = split_of(rule.expr, recorded)
         server_parts[index] = split.server if split is not None else rule.expr
+        memory_reads[index] = _names(split.memory) if split is not None else set()
     reads = {index: plain_reads(part) for index, part in server_parts.items()}
     server_ok = {
         index: all(plain and read in able for read, plain in found.items() if read in recorded)
@@ -234,7 +235,10 @@ def droppable(rules: Sequence[Rule]) -> list[Rule]:
         if rule.kind != "record" or rule.name not in able or rule.expr.startswith("vector("):
             continue
         readers = [index for index, other in enumerate(rules) if rule.name in _names(other.expr) and other is not rule]
-        if readers and all(server_ok[index] and reads[index].get(rule.name) for index in readers):
+        if readers and all(
+            server_ok[index] and reads[index].get(rule.name) and rule.name not in memory_reads[index]
+            for index in readers
+        ):
             found.append(rule)
     return found
 

@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from compiler.live.backtest import Backtest, Interval, Result, _with_absent_labels, droppable, needed, rules_of
+from compiler.live.backtest import (
+    Backtest,
+    Interval,
+    Result,
+    Rule,
+    _with_absent_labels,
+    droppable,
+    needed,
+    rules_of,
+    split_of,
+)
 from compiler.live.client import Access, Client
 from compiler.model import Model, series
 from compiler.model.links import rules_path
@@ -161,3 +171,19 @@ def test_only_rules_read_at_an_instant_may_be_inlined(spec: str, inlined: set[st
     # the burn windows read the 5m series with offsets and ranges: never inlined
     if spec in ("nic-error-budget", "node-readiness"):
         assert series.TOTAL_5M not in found and series.BAD_5M not in found
+
+
+def test_a_split_alert_runs_its_left_side_on_the_server_and_holds_what_its_right_side_reads() -> None:
+    rules = [
+        Rule("record", "u", "max by (c, i) (raw)", {}),
+        Rule("record", "n", "count by (c) (u)", {}),
+        Rule("alert", "A", "u > 1 unless on (c) (min_over_time((n > 2)[5m:1m]) > 0)", {}),
+        Rule("alert", "B", "u > 1 unless on (c) (u > 5)", {}),
+    ]
+    split = split_of(rules[2].expr, {"u", "n"})
+    assert split is not None and split.server == "u{} > 1" and "n" in split.memory
+    assert split_of(rules[2].expr, {"u"}) is None  # its right side reads n, which is not held: all on the server
+    assert split_of("u > 1 and on (c) n", {"u", "n"}) is None
+    # u is read plainly by n and by A's left side, but B reads it on its right side too, in memory: held
+    assert [rule.name for rule in droppable(rules)] == []
+    assert [rule.name for rule in droppable(rules[:3])] == ["u"]  # n is read through a subquery: held
