@@ -194,9 +194,12 @@ def test_the_command_line_agrees_within_one_interval_and_reports(
     assert set(got) == set(expected)
     for key, runs in expected.items():
         assert len(got[key]) == len(runs)
+        # A held-back unit ticket follows its page (one interval off on the aligned grid) and its subquery's
+        # steps (another): two intervals; every other alert one.
+        slack = 2 * INTERVAL_S if key[0] == "HostTempUnitAboveCriticalRange" else INTERVAL_S
         for (fired, resolved), item in zip(runs, got[key], strict=True):
-            assert abs(item["fired_ms"] / 1000 - fired) <= INTERVAL_S
-            assert abs((item["resolved_ms"] or last * 1000) / 1000 - (resolved or last)) <= INTERVAL_S
+            assert abs(item["fired_ms"] / 1000 - fired) <= slack
+            assert abs((item["resolved_ms"] or last * 1000) / 1000 - (resolved or last)) <= slack
     weekly = {(w["team"], w["severity"]): w["firings"] for w in report["per_week"]}
     assert weekly[("team-a", "page")] >= 2 and weekly[("team-a", "ticket")] >= 1
     assert {n["alert"] for n in report["never_fired"]} == {"RequestErrorsNoData", "HostTempNoData"}
