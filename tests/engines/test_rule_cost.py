@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -392,8 +393,22 @@ def test_vmalert_reads_the_raw_series_for_derived_series(library: tuple[Model, d
                 assert series.UNIT_VALUE not in rule["expr"] and series.PARTS_5M not in rule["expr"], slo.name
 
 
-def _derived_comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> dict[str, Any]:
-    """The spec's first recorded series, their raw forms next to them, and an alert wherever one differs."""
+# The mutant of each derived series: its raw form scaled by 1.01 plus 0.001. It runs next to the comparison
+# in the same promtool run (one load of the generated cases' inputs, not two), and must be caught.
+MUTANT = "MutantBadRateDiffers"
+MUTANT_SCALE = " * 1.01 + 0.001"
+
+
+def _differs(new: str, old: str, scale: str) -> str:
+    return f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\nor ({new} unless {old})\nor ({old} unless {new})"
+
+
+def _derived_comparison_rules(slo: SLO, rules_file: bytes) -> dict[str, Any]:
+    """The spec's first recorded series, their raw forms next to them, and an alert wherever one differs.
+
+    A second alert, ``MUTANT``, compares each derived series with its raw form scaled by ``MUTANT_SCALE``:
+    the comparison must catch it (it can fail), on the same inputs and in the same evaluations.
+    """
     document = yaml.safe_load(rules_file)
     group = document["groups"][0]
     ours, raw = queries.raw_expressions(slo), queries.raw_expressions(slo, same_evaluation=False)
@@ -402,23 +417,55 @@ def _derived_comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> d
         new, old = series.recorded(name, slo), f'test:raw_{index}{{slo="{slo.name}"}}'
         group["rules"] += [
             {"record": f"test:raw_{index}", "expr": raw[name], "labels": {"slo": slo.name}},
-            {
-                "alert": DIFFERS,
-                "expr": f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\n"
-                f"or ({new} unless {old})\nor ({old} unless {new})",
-            },
+            # Labelled by the series compared: two comparisons that fire at once write two ALERTS series.
+            {"alert": DIFFERS, "expr": _differs(new, old, ""), "labels": {"compared": name}},
+            {"alert": MUTANT, "expr": _differs(new, old, MUTANT_SCALE), "labels": {"compared": name}},
         ]
     return dict(document)
 
 
-def _promtool_compare_derived(
-    tmp_path: Path, slo: SLO, files: dict[str, bytes], scale: str = ""
-) -> subprocess.CompletedProcess[str]:
+def _derived_comparison_tests(tests_file: bytes, rules: Path) -> dict[str, Any]:
+    """``_comparison_tests`` with a second check per case: the mutant never differs (it must fail somewhere)."""
+    document = _comparison_tests(tests_file, rules)
+    for case in document["tests"]:
+        check = case["promql_expr_test"][0]
+        mutant = {**check, "expr": str(check["expr"]).replace(f'"{DIFFERS}"', f'"{MUTANT}"')}
+        case["promql_expr_test"] = [check, mutant]
+    return document
+
+
+# One failed check in promtool's report: its expression, and what it expected and got.
+_FAILED_CHECK = re.compile(r'^ +expr: "(?P<expr>.*)", time: \S+,\n +exp: nil\n +got: (?P<got>.*)$', re.MULTILINE)
+
+
+@dataclasses.dataclass(frozen=True)
+class DerivedComparison:
+    """promtool's verdict on the derived series: where they differ from the raw form, where the mutant is caught."""
+
+    returncode: int
+    output: str
+    differs: int  # failed checks of the comparison itself
+    caught: int  # failed checks of the mutant's comparison (each one catches it)
+    unexplained: str  # the report less the failed checks above: empty unless something else went wrong
+
+
+def _promtool_compare_derived(tmp_path: Path, slo: SLO, files: dict[str, bytes]) -> DerivedComparison:
     rules = tmp_path / f"{slo.name}.rules.yaml"
-    rules.write_text(yaml.safe_dump(_derived_comparison_rules(slo, files[rules_path(slo)], scale)), encoding="utf-8")
+    rules.write_text(yaml.safe_dump(_derived_comparison_rules(slo, files[rules_path(slo)])), encoding="utf-8")
     tests = tmp_path / f"{slo.name}.test.yaml"
-    tests.write_text(yaml.safe_dump(_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
-    return subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
+    tests.write_text(yaml.safe_dump(_derived_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
+    result = subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
+    output = result.stdout + result.stderr
+    differs = caught = 0
+    for found in _FAILED_CHECK.finditer(output):
+        if f'alertname=\\"{MUTANT}\\"' in found["expr"] and found["got"].startswith(f'{{alertname="{MUTANT}"'):
+            caught += 1
+        elif f'alertname=\\"{DIFFERS}\\"' in found["expr"]:
+            differs += 1
+    rest = _FAILED_CHECK.sub("", output)
+    expected = ("FAILED:", "SUCCESS", f"Unit Testing:  {tests}")
+    unexplained = "\n".join(line for line in rest.splitlines() if line.strip() and line.strip() not in expected)
+    return DerivedComparison(result.returncode, output, differs, caught, unexplained)
 
 
 @pytest.mark.parametrize(
@@ -436,29 +483,16 @@ def _promtool_compare_derived(
 def test_derived_series_equal_their_raw_forms_in_promtool(
     tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
 ) -> None:
-    """Every evaluation of every generated case: the series from the per-unit value or the parts equal the raw ones."""
+    """Every evaluation of every generated case: the series from the per-unit value or the parts equal the raw ones.
+
+    The comparison can fail: in the same run, against the raw forms scaled by 1.01 plus 0.001 (the mutant), it
+    must (once was a test of its own, ``test_the_derived_comparison_fails_when_the_values_differ``, for six of
+    these specs, which loaded each spec's inputs into promtool a second time).
+    """
     model, files = library
     slo = next(slo for slo in model.slos if slo.name == spec)
     result = _promtool_compare_derived(tmp_path, slo, files)
-    assert result.returncode == 0, (slo.name, result.stdout[-3000:], result.stderr[-3000:])
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        "node-readiness",
-        "apiserver-5xx",
-        "node-file-descriptors",
-        "client-request-errors",
-        "nic-error-budget",
-        "apiserver-read-latency",
-    ],
-)
-def test_the_derived_comparison_fails_when_the_values_differ(
-    tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
-) -> None:
-    model, files = library
-    slo = next(slo for slo in model.slos if slo.name == spec)
-    result = _promtool_compare_derived(tmp_path, slo, files, scale=" * 1.01 + 0.001")
-    assert result.returncode != 0
-    assert DIFFERS in result.stdout + result.stderr
+    assert not result.unexplained, (slo.name, result.output[-3000:])
+    assert result.differs == 0, (slo.name, result.output[-3000:])
+    assert result.caught > 0, (slo.name, "the comparison did not catch the mutant", result.output[-3000:])
+    assert result.returncode == 1, (slo.name, result.output[-3000:])
