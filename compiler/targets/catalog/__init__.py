@@ -13,6 +13,7 @@ output is byte-identical across runs.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from typing import Any
 
@@ -31,7 +32,9 @@ ROOT = "catalog"
 STYLE = "style.css"
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
+    """One environment per process: jinja2 keeps its compiled templates, which cost more than a render."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("compiler", "templates"),
         undefined=jinja2.StrictUndefined,
