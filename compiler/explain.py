@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-import yaml
-
 from compiler.model import ASSUMPTION_MEMORY_MS, SLO, Model, queries, series
 from compiler.model.budget import Estimate, estimate
 from compiler.model.links import rules_path
@@ -19,8 +17,7 @@ from compiler.model.reads import RawRead, raw_reads, repeated
 from compiler.plan import SpecPlan
 from compiler.plan.coverage import edge_fallbacks, fallback_text
 from compiler.text import human
-
-_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from compiler.text.yamlin import load_own
 
 
 def budget_report(model: Model) -> str:
@@ -48,7 +45,7 @@ def budget_report(model: Model) -> str:
 
 def _rule_group(files: dict[str, bytes], slo: SLO) -> list[dict[str, Any]]:
     """The rules of the spec's generated rule file, in file order."""
-    document = yaml.load(files[rules_path(slo)], Loader=_LOADER)  # our own output: libyaml, 12x faster
+    document = load_own(files[rules_path(slo)])
     rules: list[dict[str, Any]] = document["groups"][0]["rules"]
     return rules
 

@@ -30,6 +30,7 @@ import yaml
 from compiler.promql import format_duration, parse_duration
 from compiler.targets.alertmanager import matcher
 from compiler.text.terminal import printable
+from compiler.text.yamlin import load_own
 
 INSTALL_HINT = {
     "promtool": "install Prometheus's promtool (Debian/Ubuntu: apt-get install prometheus; or the release archive "
@@ -96,7 +97,7 @@ def _millis(text: Any) -> int | None:
 def _groups_failing(test_file: Path, detail: str) -> list[str]:
     """The names of the test groups of ``test_file`` that promtool's failure ``detail`` points at."""
     try:
-        groups = yaml.safe_load(test_file.read_text(encoding="utf-8")).get("tests") or []
+        groups = load_own(test_file.read_text(encoding="utf-8")).get("tests") or []
     except (OSError, yaml.YAMLError, AttributeError):
         return []
     wanted: list[tuple[str, str, int | None]] = []
@@ -241,7 +242,7 @@ def _amtool(
 def run_amtool(out: Path, outcome: Outcome, limits: Limits | None = None) -> None:
     limits = limits or Limits.starting_now()
     try:
-        cases = yaml.safe_load((out / ROUTING_TESTS).read_text(encoding="utf-8"))
+        cases = load_own((out / ROUTING_TESTS).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
         outcome.failures.append(f"{out / ROUTING_TESTS}: cannot read the routing tests: {exc}")
         return

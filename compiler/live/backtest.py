@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import promql_parser as pp
-import yaml
 
 from compiler.live import CONCURRENCY
 from compiler.live.client import (
@@ -60,6 +59,7 @@ from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
 from compiler.promql import _children, _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
 from compiler.promql.evaluate import _set_op, _signature
+from compiler.text.yamlin import load_own
 
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
 # Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
@@ -128,12 +128,9 @@ class Rule:
     keep_firing_for_ms: int = 0
 
 
-_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
 def rules_of(text: bytes) -> tuple[int | None, list[Rule]]:
     """The first group's interval and rules of a rendered rule file (one group per spec)."""
-    document = yaml.load(text, Loader=_LOADER)  # our own output: libyaml reads it 12x faster
+    document = load_own(text)
     group = document["groups"][0]
     interval = parse_duration(str(group["interval"])) if "interval" in group else None
     rules = []

@@ -28,6 +28,7 @@ from compiler.model import SLO
 from compiler.model.links import rules_path
 from compiler.promql.samples import SampleSyntaxError, parse_samples
 from compiler.text import human
+from compiler.text.yamlin import load_own
 
 _DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:e[+-]?\d+)?(?![\w.])")
@@ -184,7 +185,7 @@ def measure(slo: SLO, files: dict[str, bytes], wanted: Callable[[str], bool] = l
     )
     if tests is None or rules not in files:
         return {}
-    document = yaml.safe_load(files[tests].decode("utf-8"))
+    document = load_own(files[tests].decode("utf-8"))
     with tempfile.TemporaryDirectory(prefix="slo-diff-") as tmp:
         workdir = Path(tmp)
         for path in (rules, tests):
