@@ -118,8 +118,9 @@ def build_series(world: World, stack: StackView) -> list[Series]:
 class Fires:
     """An alert that must be firing at ``by_minute`` for ``team``, on the slice ``matchers`` name.
 
-    ``alertname`` None accepts any name: the incidents that wait for a feature still being built
-    (per-unit tickets, vanished slices) assert the team, severity and slice, not a name.
+    ``alertname`` None accepts any name of the team, severity and slice; the incidents all name theirs
+    (``test_every_incident_names_the_alert_it_expects``): with any name, every file with an alert for
+    the team could raise it and is judged, none left to day one (bad-nic: 13 files, not 1).
     ``alternatives`` are extra matcher sets of which one must hold (node-exporter's ``instance``
     is an address on one stack and the node name on the other; a joined alert carries ``node``).
     """

@@ -128,6 +128,22 @@ def cannot_change(
 WAITING = [incident for incident in INCIDENTS if incident.missing]
 
 
+def test_every_incident_names_the_alert_it_expects() -> None:
+    """A named alert is the stricter check, and the cheaper: only the files that page or raise it are judged.
+
+    With any name, every rule file with an alert for the team could raise the expected one, so each was
+    judged and none left to day one (pool-deleted 40 files, bad-nic 13; named, 22 and 1).
+    """
+    unnamed = [
+        f"{incident.name} ({stack or 'every stack'})"
+        for incident in INCIDENTS
+        for stack, expect in ((None, incident.expect), *incident.on)
+        for fires in expect.fires
+        if fires.alertname is None
+    ]
+    assert not unnamed, f"these incidents expect an alert of any name: {unnamed}"
+
+
 @pytest.mark.parametrize("incident", WAITING, ids=[incident.name for incident in WAITING])
 def test_the_data_of_a_waiting_incident_is_what_it_claims(incident: Incident, stack: str, tmp_path: Path) -> None:
     """The main test checks the premises with the rules; a skipped incident gets them checked here."""
