@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -244,10 +245,27 @@ def _fast_tier_starts_no_tool(request: pytest.FixtureRequest, monkeypatch: pytes
 _VERDICTS = pytest.StashKey[Path | None]()
 
 
+def _signals_as_a_terminal_delivers_them() -> None:
+    """Undo the signal dispositions a suite started in the background inherits.
+
+    A non-interactive shell starts a background job (``make test &`` in a script) with SIGINT and SIGQUIT
+    ignored, and ``nohup`` ignores SIGHUP. The command-line processes the signal tests start would inherit
+    that and never see the signal they are sent (an ignored signal stays ignored across exec), so those
+    tests failed whenever the suite ran in the background. Restore what a terminal gives: Python's
+    KeyboardInterrupt for SIGINT, the default action for SIGQUIT and SIGHUP.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGQUIT, signal.SIGHUP):
+        if signal.getsignal(sig) == signal.SIG_IGN:
+            signal.signal(sig, signal.SIG_DFL)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """One verdict directory per test run, shared by its xdist workers (tests/promtool_runs.py)."""
     from tests import promtool_runs
 
+    _signals_as_a_terminal_delivers_them()
     config.stash[_VERDICTS] = promtool_runs.start_run()
 
 
