@@ -50,6 +50,10 @@ class LiveError(Exception):
     """The server could not answer as a Prometheus; the message says what to check."""
 
 
+class AnswerTooBigError(LiveError):
+    """One answer was larger than the client reads: a narrower request may pass."""
+
+
 class QueryError(LiveError):
     """The server is there but refused one query (bad data, an execution error such as many-to-many)."""
 
@@ -218,9 +222,19 @@ class Client:
         url = f"{self.base}{path}"
         if not post and params:
             url, body = f"{url}?{body.decode()}", b""
-        request = urllib.request.Request(url, data=body if post else None, headers=self.headers)
-        if post:
-            request.add_header("Content-Type", "application/x-www-form-urlencoded")
+        headers = {"Content-Type": "application/x-www-form-urlencoded"} if post else {}
+        query = dict(params).get("query") or dict(params).get("match[]")
+        about = f"the query {query}" if query else path
+        raw = self.request(url, body if post else None, headers, about, MAX_ANSWER_BYTES)
+        return self._data(raw)
+
+    def request(
+        self, url: str, body: bytes | None, headers: dict[str, str], about: str, cap: int, plain_errors: bool = False
+    ) -> bytes:
+        """One HTTP request with the client's credentials, TLS context and total deadline; the answer's body
+        (at most ``cap`` bytes), or a ``LiveError`` that says why not (a ``QueryError`` for HTTP 400, 422 and
+        503). ``plain_errors``: an error answer's reason is its first line of text (not a JSON ``error``)."""
+        request = urllib.request.Request(url, data=body, headers={**self.headers, **headers})
         with self._counting:
             self.requests += 1
         deadline = _Deadline()
@@ -229,11 +243,11 @@ class Client:
         timer.start()
         try:
             with _opener(deadline, self.context).open(request, timeout=self.access.timeout_s) as response:
-                raw = self._body(response, path, params)
+                raw = self._body(response, about, cap)
         except urllib.error.HTTPError as exc:
             if deadline.expired:
                 self._late()
-            message = self._http_error(exc)
+            message = self._http_error(exc, plain_errors)
             raise (QueryError if exc.code in (400, 422, 503) else LiveError)(message) from exc
         except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             if deadline.expired:
@@ -244,29 +258,27 @@ class Client:
             timer.cancel()
         if deadline.expired:
             self._late()
-        return self._data(raw)
+        return raw
 
-    def _body(self, response: http.client.HTTPResponse, path: str, params: Sequence[tuple[str, str]]) -> bytes:
-        """The answer's body, read in pieces up to MAX_ANSWER_BYTES; past it a ``LiveError`` naming the query."""
+    def _body(self, response: http.client.HTTPResponse, about: str, cap: int) -> bytes:
+        """The answer's body, read in pieces up to ``cap`` bytes; past it a ``LiveError`` naming the query."""
         declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > MAX_ANSWER_BYTES:
-            self._too_big(path, params, f" ({int(declared):,} bytes declared)")
+        if declared.isdigit() and int(declared) > cap:
+            self._too_big(about, cap, f" ({int(declared):,} bytes declared)")
         pieces: list[bytes] = []
         size = 0
-        while piece := response.read(min(_READ_BYTES, MAX_ANSWER_BYTES + 1 - size)):
+        while piece := response.read(min(_READ_BYTES, cap + 1 - size)):
             pieces.append(piece)
             size += len(piece)
-            if size > MAX_ANSWER_BYTES:
-                self._too_big(path, params, "")
+            if size > cap:
+                self._too_big(about, cap, "")
         if declared.isdigit() and size < int(declared):
             raise http.client.IncompleteRead(b"", int(declared) - size)  # reported as a connection problem
         return b"".join(pieces)
 
-    def _too_big(self, path: str, params: Sequence[tuple[str, str]], declared: str) -> NoReturn:
-        query = dict(params).get("query") or dict(params).get("match[]")
-        about = f"the query {query}" if query else path
-        raise LiveError(
-            f"Prometheus at {self.base} answered {about} with more than {MAX_ANSWER_BYTES // (1024 * 1024)} MiB"
+    def _too_big(self, about: str, cap: int, declared: str) -> NoReturn:
+        raise AnswerTooBigError(
+            f"Prometheus at {self.base} answered {about} with more than {cap // (1024 * 1024)} MiB"
             f"{declared}, the limit of one answer; ask for less (a shorter span, or fewer specs at once)"
         )
 
@@ -276,9 +288,14 @@ class Client:
             "is it overloaded, or is a proxy holding the connection?"
         )
 
-    def _http_error(self, exc: urllib.error.HTTPError) -> str:
+    def _http_error(self, exc: urllib.error.HTTPError, plain: bool = False) -> str:
         try:
-            detail = str(json.loads(exc.read(MAX_ERROR_BYTES)).get("error", ""))  # an error's reason is short
+            text = exc.read(MAX_ERROR_BYTES)
+            if plain:  # remote read answers its errors as text (http.Error): the first line, printable only
+                line = text.decode("utf-8", "replace").strip().split("\n", 1)[0][:300]
+                detail = "".join(char for char in line if char.isprintable())
+            else:
+                detail = str(json.loads(text).get("error", ""))  # an error's reason is short
         except (ValueError, RecursionError, OSError, AttributeError, http.client.HTTPException):
             detail = ""
         self.last_error = detail

@@ -1,0 +1,415 @@
+"""Raw samples from Prometheus's remote-read endpoint, as numpy arrays, each series read once.
+
+The backtest's columnar evaluation asks the server for each raw series' stored samples over the
+window (``POST /api/v1/read``, the SAMPLES response type: one snappy-compressed protobuf
+``ReadResponse``) instead of asking it to evaluate rules at every step. Every stored float sample
+comes back, stale markers included (storage/remote/codec.go ToQueryResult@v2.42.0); they are kept
+as stored (``is_stale``).
+
+The protobuf is written and read by hand (prompb/remote.proto and prompb/types.proto@v2.42.0): the
+series and their labels are parsed in Python, the samples of a series with numpy. Prometheus's gogo
+marshaller writes each ``Sample`` as ``0x12 len [0x09 <double LE>] [0x10 <varint ts>]`` and leaves a
+field out when it is zero (``if m.Value != 0``, ``if m.Timestamp != 0`` in prompb/types.pb.go
+Sample.MarshalToSizedBuffer@v2.42.0), so a zero value makes a 9-byte record among 18-byte ones. The
+records' starts are found with vectorised byte tests and checked to chain (each start plus its
+length is the next start); each record shape is then decoded at once. What does not chain (another
+encoder's field order, a double whose bytes look like a record) is read record by record in Python.
+
+The server is not trusted: the answer is read up to a cap, its declared decompressed size is checked
+before decompressing, every length is bounds-checked, and anything malformed is a one-line
+``LiveError``. A query the server refuses for its size (``--storage.remote.read-sample-limit``,
+HTTP 400 "exceeded sample limit") or whose answer passes the caps is split in two halves of time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cramjam
+import numpy as np
+
+from compiler.live.client import AnswerTooBigError, Client, LiveError, QueryError
+from compiler.promql import Matcher
+
+# Prometheus's staleness marker: a NaN with this bit pattern (model/value/value.go StaleNaN@v2.42.0).
+STALE_NAN_BITS = 0x7FF0000000000002
+# The compressed answer read at most; a sample is about 18 bytes before and 4-10 after compression.
+MAX_REMOTE_READ_BYTES = 512 * 1024 * 1024
+# The decompressed answer accepted at most (checked against snappy's declared length before decompressing).
+MAX_DECOMPRESSED_BYTES = 1536 * 1024 * 1024
+# One request is planned to answer at most this many samples when the caller gives an estimate
+# (about 360 MB decompressed; the server's own --storage.remote.read-sample-limit default is 5e7).
+MAX_SAMPLES_PER_READ = 20_000_000
+# The server's refusal when a query answers more samples than its limit (storage/remote/codec.go@v2.42.0).
+SAMPLE_LIMIT = "exceeded sample limit"
+
+_MATCH_TYPES = {"=": 0, "!=": 1, "=~": 2, "!~": 3}
+_SAMPLES = 0  # ReadRequest.ResponseType.SAMPLES
+_HEADERS = {
+    "Content-Encoding": "snappy",
+    "Content-Type": "application/x-protobuf",
+    "X-Prometheus-Remote-Read-Version": "0.1.0",
+}
+_ALL_SHAPES = 8  # restarts of the vectorised scan within one series before it is read record by record
+
+
+@dataclass(frozen=True)
+class RawSeries:
+    """One series' stored samples: timestamps in ms (int64, ascending) and values (float64, as stored)."""
+
+    labels: dict[str, str]
+    timestamps: np.ndarray
+    values: np.ndarray
+
+
+def is_stale(values: np.ndarray) -> np.ndarray:
+    """Which values are Prometheus's staleness marker (that NaN exactly, not any NaN)."""
+    stale: np.ndarray = np.asarray(values, dtype=np.float64).view(np.uint64) == np.uint64(STALE_NAN_BITS)
+    return stale
+
+
+class MalformedError(LiveError):
+    """The answer is not a ReadResponse (truncated, or not protobuf at all)."""
+
+
+# -- encoding the request ----------------------------------------------------------------
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # an int64 is written as its two's complement
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def encode_read_request(matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> bytes:
+    """A ReadRequest of one Query over [start_ms, end_ms] (both included), asking for raw samples."""
+    query = b"\x08" + _varint(start_ms) + b"\x10" + _varint(end_ms)
+    for matcher in matchers:
+        body = b"\x08" + _varint(_MATCH_TYPES[matcher.op])
+        body += _field(2, matcher.name.encode()) + _field(3, matcher.value.encode())
+        query += _field(3, body)
+    return _field(1, query) + b"\x10" + _varint(_SAMPLES)
+
+
+# -- decoding the answer ----------------------------------------------------------------
+
+
+def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            raise MalformedError("a truncated or overlong varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value & ((1 << 64) - 1), pos
+        shift += 7
+
+
+def _skip(buf: bytes, wire: int, pos: int, end: int) -> int:
+    """The position after a field of wire type ``wire`` whose value starts at ``pos``."""
+    if wire == 0:
+        return _read_varint(buf, pos, end)[1]
+    if wire == 1:
+        pos += 8
+    elif wire == 2:
+        size, pos = _read_varint(buf, pos, end)
+        pos += size
+    elif wire == 5:
+        pos += 4
+    else:
+        raise MalformedError(f"a field of wire type {wire}")
+    if pos > end:
+        raise MalformedError("a field longer than its message")
+    return pos
+
+
+def _int64(value: int) -> int:
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _sample_slow(buf: bytes, pos: int, end: int) -> tuple[int, float]:
+    """One Sample message in buf[pos:end], fields in any order, unknown ones skipped."""
+    stamp, value = 0, 0.0
+    while pos < end:
+        key, pos = _read_varint(buf, pos, end)
+        if key == 0x09:
+            if pos + 8 > end:
+                raise MalformedError("a truncated sample value")
+            value = float(np.frombuffer(buf, "<f8", 1, pos)[0])
+            pos += 8
+        elif key == 0x10:
+            raw, pos = _read_varint(buf, pos, end)
+            stamp = _int64(raw)
+        else:
+            pos = _skip(buf, key & 7, pos, end)
+    return stamp, value
+
+
+def _records(arr: np.ndarray, pos: int, end: int) -> np.ndarray:
+    """The starts of the longest chain of records ``0x12 len ...`` that begins at ``pos`` and holds the
+    shapes Prometheus writes (the value and/or the timestamp, in that order); ``_decode_records`` checks
+    them. Empty when the record at ``pos`` is not one of those."""
+    first = int(arr[pos + 1]) + 2 if pos + 1 < end else 0
+    # the common case: every record of the series has the same length
+    if first > 2 and (end - pos) % first == 0:
+        grid = arr[pos:end].reshape(-1, first)
+        if np.all(grid[:, 0] == 0x12) and np.all(grid[:, 1] == first - 2):
+            return pos + np.arange(grid.shape[0], dtype=np.int64) * first
+    # mixed lengths: every position that could start a record, then the chain they form from pos
+    size = end - pos
+    if size < 3:
+        return np.empty(0, np.int64)
+    region = arr[pos:end]
+    lengths = np.zeros(size, dtype=np.int64)
+    lengths[:-1] = region[1:]
+    tag = np.zeros(size, dtype=np.uint8)
+    tag[:-2] = region[2:]
+    ts_after = np.zeros(size, dtype=bool)
+    ts_after[:-11] = region[11:] == 0x10
+    head = region == 0x12
+    head &= np.where(tag == 0x09, (lengths == 9) | ((lengths >= 11) & (lengths <= 20) & ts_after), tag == 0x10)
+    head &= (lengths >= 2) & (lengths <= 20) & (np.arange(size) + lengths + 2 <= size)
+    starts = np.flatnonzero(head)
+    if starts.size == 0 or starts[0] != 0:
+        return np.empty(0, np.int64)
+    following = starts + lengths[starts] + 2
+    broken = np.flatnonzero(following[:-1] != starts[1:])
+    count = int(broken[0]) + 1 if broken.size else starts.size
+    return starts[:count].astype(np.int64) + pos
+
+
+def _decode_records(arr: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Timestamps and values of the records at ``starts``, each shape at once; None when one of them is not
+    ``0x12 len [0x09 <8 bytes>] [0x10 <varint that ends with the record>]``."""
+    count = starts.size
+    lengths = arr[starts + 1].astype(np.int64)
+    tags = arr[starts + 2]
+    with_value = tags == 0x09
+    # the timestamp's varint: after the value (length - 10 bytes) or alone (length - 1 bytes)
+    ts_from = np.where(with_value, starts + 12, starts + 3)
+    ts_size = np.where(with_value, lengths - 10, lengths - 1)
+    if np.any(~with_value & (tags != 0x10)) or np.any((ts_size > 10) | (ts_size == 0)):
+        return None
+    if np.any(with_value & (ts_size > 0)) and not np.all(arr[starts[with_value & (ts_size > 0)] + 11] == 0x10):
+        return None
+    stamps = np.zeros(count, dtype=np.uint64)
+    values = np.zeros(count, dtype=np.float64)
+    if np.any(with_value):
+        at = starts[with_value] + 3
+        values[with_value] = arr[at[:, None] + np.arange(8)].view("<f8").ravel()
+    for size in np.unique(ts_size):
+        if size < 0:
+            continue  # a value alone: the timestamp is 0, left out
+        which = np.flatnonzero(ts_size == size)
+        raw = arr[ts_from[which][:, None] + np.arange(size)].astype(np.uint64)
+        more = (raw & np.uint64(0x80)) != 0
+        if not np.all(more[:, :-1]) or np.any(more[:, -1]):
+            return None  # the varint does not end where its record does
+        shifts = np.arange(size, dtype=np.uint64) * np.uint64(7)
+        stamps[which] = np.bitwise_or.reduce((raw & np.uint64(0x7F)) << shifts, axis=1)
+    return stamps.view(np.int64), values
+
+
+def _series(buf: bytes, arr: np.ndarray, pos: int, end: int) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
+    """One TimeSeries message in buf[pos:end]."""
+    labels: dict[str, str] = {}
+    stamp_parts: list[np.ndarray] = []
+    value_parts: list[np.ndarray] = []
+    restarts = 0
+    while pos < end:
+        key, pos = _read_varint(buf, pos, end)
+        if key == 0x0A:  # Label
+            size, pos = _read_varint(buf, pos, end)
+            stop = pos + size
+            if stop > end:
+                raise MalformedError("a label longer than its series")
+            name = value = ""
+            while pos < stop:
+                inner, pos = _read_varint(buf, pos, stop)
+                if inner in (0x0A, 0x12):
+                    length, pos = _read_varint(buf, pos, stop)
+                    if pos + length > stop:
+                        raise MalformedError("a label string longer than its label")
+                    text = buf[pos : pos + length].decode("utf-8")
+                    pos += length
+                    if inner == 0x0A:
+                        name = text
+                    else:
+                        value = text
+                else:
+                    pos = _skip(buf, inner & 7, pos, stop)
+            labels[name] = value
+        elif key == 0x12:  # Sample: this record and the run of records after it
+            starts = _records(arr, pos - 1, end) if restarts < _ALL_SHAPES else np.empty(0, np.int64)
+            decoded = _decode_records(arr, starts) if starts.size else None
+            restarts += 1
+            if decoded is not None:
+                stamp_parts.append(decoded[0])
+                value_parts.append(decoded[1])
+                last = int(starts[-1])
+                pos = last + int(arr[last + 1]) + 2
+            else:
+                size, pos = _read_varint(buf, pos, end)
+                if pos + size > end:
+                    raise MalformedError("a sample longer than its series")
+                stamp, number = _sample_slow(buf, pos, pos + size)
+                stamp_parts.append(np.array([stamp], dtype=np.int64))
+                value_parts.append(np.array([number], dtype=np.float64))
+                pos += size
+        else:  # exemplars, histograms (not asked for), unknown fields
+            pos = _skip(buf, key & 7, pos, end)
+    if not stamp_parts:
+        return labels, np.empty(0, np.int64), np.empty(0, np.float64)
+    if len(stamp_parts) == 1:
+        return labels, stamp_parts[0], value_parts[0]
+    return labels, np.concatenate(stamp_parts), np.concatenate(value_parts)
+
+
+def decode_read_response(buf: bytes) -> list[RawSeries]:
+    """The series of a (decompressed) ReadResponse, of all its results in order; ``MalformedError`` when the
+    bytes are not one (never an IndexError, whatever they hold)."""
+    arr = np.frombuffer(buf, dtype=np.uint8)
+    out: list[RawSeries] = []
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            key, pos = _read_varint(buf, pos, end)
+            if key != 0x0A:
+                pos = _skip(buf, key & 7, pos, end)
+                continue
+            size, pos = _read_varint(buf, pos, end)
+            stop = pos + size
+            if stop > end:
+                raise MalformedError("a query result longer than the answer")
+            while pos < stop:
+                inner, pos = _read_varint(buf, pos, stop)
+                if inner != 0x0A:
+                    pos = _skip(buf, inner & 7, pos, stop)
+                    continue
+                length, pos = _read_varint(buf, pos, stop)
+                if pos + length > stop:
+                    raise MalformedError("a series longer than its query result")
+                labels, stamps, values = _series(buf, arr, pos, pos + length)
+                if stamps.size > 1 and not np.all(stamps[1:] > stamps[:-1]):
+                    raise MalformedError("a series whose samples are not in time order")
+                out.append(RawSeries(labels, stamps, values))
+                pos += length
+    except UnicodeDecodeError as exc:
+        raise MalformedError("a label that is not UTF-8") from exc
+    return out
+
+
+# -- the request ------------------------------------------------------------------------
+
+
+def selector(matchers: Sequence[Matcher]) -> str:
+    return "{" + ",".join(matcher.render() for matcher in matchers) + "}"
+
+
+def _decompress(client: Client, raw: bytes, about: str) -> bytes:
+    try:
+        declared, _ = _read_varint(raw, 0, min(len(raw), 10))
+    except MalformedError:
+        declared = -1
+    if declared < 0:
+        raise LiveError(f"{client.base} answered {about} with a body that is not snappy; is it a Prometheus?")
+    if declared > MAX_DECOMPRESSED_BYTES:
+        raise AnswerTooBigError(
+            f"Prometheus at {client.base} answered {about} with {declared:,} bytes once decompressed, more than "
+            f"the limit of {MAX_DECOMPRESSED_BYTES // (1024 * 1024)} MiB"
+        )
+    try:
+        return bytes(cramjam.snappy.decompress_raw(raw))
+    except Exception as exc:  # cramjam raises its own DecompressionError (and ValueError on some inputs)
+        raise LiveError(f"{client.base} answered {about} with a body that is not snappy; is it a Prometheus?") from exc
+
+
+def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> list[RawSeries]:
+    about = f"the remote read of {selector(matchers)} from {start_ms} to {end_ms} ms"
+    body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms)))
+    raw = client.request(f"{client.base}/api/v1/read", body, _HEADERS, about, MAX_REMOTE_READ_BYTES, plain_errors=True)
+    try:
+        series = decode_read_response(_decompress(client, raw, about))
+    except MalformedError as exc:
+        raise LiveError(
+            f"{client.base} answered {about} with a malformed ReadResponse ({exc}); is it a Prometheus?"
+        ) from exc
+    with client._counting:
+        client.samples_read += sum(item.timestamps.size for item in series)
+    return series
+
+
+def _read_split(
+    client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, into: list[list[RawSeries]]
+) -> None:
+    """Read [start_ms, end_ms], in halves of time for as long as the server (or the caps) refuse it whole."""
+    try:
+        into.append(_read_once(client, matchers, start_ms, end_ms))
+        return
+    except QueryError as exc:
+        if SAMPLE_LIMIT not in str(exc):
+            raise
+        refused: LiveError = exc
+    except AnswerTooBigError as exc:
+        refused = exc
+    if end_ms <= start_ms:
+        raise LiveError(
+            f"{refused}; one millisecond of {selector(matchers)} is already too much: narrow the matchers, or raise "
+            "the server's --storage.remote.read-sample-limit"
+        )
+    middle = start_ms + (end_ms - start_ms) // 2
+    _read_split(client, matchers, start_ms, middle, into)
+    _read_split(client, matchers, middle + 1, end_ms, into)
+
+
+def read_raw(
+    client: Client,
+    matchers: Sequence[Matcher],
+    start_ms: int,
+    end_ms: int,
+    expected_samples: int | None = None,
+) -> list[RawSeries]:
+    """Every stored sample of the series ``matchers`` select, from ``start_ms`` to ``end_ms`` (both included),
+    stale markers included, one ``RawSeries`` per label set, sorted by labels.
+
+    The range is asked in pieces of at most ``MAX_SAMPLES_PER_READ`` samples when ``expected_samples`` says
+    it holds more, and any piece the server refuses for its size is split again in halves. The labels are as
+    the server answers them: the remote-read endpoint adds its ``external_labels`` (the query API does not).
+    """
+    if end_ms < start_ms:
+        return []
+    pieces = 1
+    if expected_samples is not None and expected_samples > MAX_SAMPLES_PER_READ:
+        pieces = min(math.ceil(expected_samples / MAX_SAMPLES_PER_READ), end_ms - start_ms + 1)
+    span = end_ms - start_ms + 1
+    answers: list[list[RawSeries]] = []
+    for index in range(pieces):
+        first = start_ms + span * index // pieces
+        last = start_ms + span * (index + 1) // pieces - 1
+        _read_split(client, matchers, first, last, answers)
+    if len(answers) == 1:
+        return sorted(answers[0], key=lambda item: sorted(item.labels.items()))
+    merged: dict[tuple[tuple[str, str], ...], list[RawSeries]] = {}
+    for answer in answers:  # pieces are in time order, so each series' parts are too
+        for item in answer:
+            merged.setdefault(tuple(sorted(item.labels.items())), []).append(item)
+    return [
+        RawSeries(
+            parts[0].labels,
+            np.concatenate([part.timestamps for part in parts]),
+            np.concatenate([part.values for part in parts]),
+        )
+        for _, parts in sorted(merged.items())
+    ]
