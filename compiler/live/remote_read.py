@@ -382,7 +382,8 @@ def read_raw(
     expected_samples: int | None = None,
 ) -> list[RawSeries]:
     """Every stored sample of the series ``matchers`` select, from ``start_ms`` to ``end_ms`` (both included),
-    stale markers included, one ``RawSeries`` per label set, sorted by labels.
+    stale markers included, one ``RawSeries`` per label set that has samples there, sorted by labels (the
+    server also lists a series of a block that has none in the range: it is left out, as the query API does).
 
     The range is asked in pieces of at most ``MAX_SAMPLES_PER_READ`` samples when ``expected_samples`` says
     it holds more, and any piece the server refuses for its size is split again in halves. The labels are as
@@ -400,11 +401,14 @@ def read_raw(
         last = start_ms + span * (index + 1) // pieces - 1
         _read_split(client, matchers, first, last, answers)
     if len(answers) == 1:
-        return sorted(answers[0], key=lambda item: sorted(item.labels.items()))
+        return sorted(
+            (item for item in answers[0] if item.timestamps.size), key=lambda item: sorted(item.labels.items())
+        )
     merged: dict[tuple[tuple[str, str], ...], list[RawSeries]] = {}
     for answer in answers:  # pieces are in time order, so each series' parts are too
         for item in answer:
-            merged.setdefault(tuple(sorted(item.labels.items())), []).append(item)
+            if item.timestamps.size:
+                merged.setdefault(tuple(sorted(item.labels.items())), []).append(item)
     return [
         RawSeries(
             parts[0].labels,

@@ -129,13 +129,20 @@ def test_other_encoders_field_orders(order: str) -> None:
 
 
 def test_doubles_whose_bytes_look_like_records() -> None:
-    # a value holding 12 10 09 ... and one holding 12 07 10 ...: starts that are not records
+    # values holding 12 07 10 ... and 12 02 10 05 ...: starts of records (the second a valid one) inside a value
     tricky = [
         struct.unpack("<d", bytes(b))[0]
-        for b in ([0x12, 0x10, 0x09, 1, 2, 3, 4, 0x40], [0x12, 0x07, 0x10] * 2 + [3, 0x40])
+        for b in ([0x12, 0x07, 0x10] * 2 + [3, 0x40], [0x12, 0x02, 0x10, 0x05, 0x12, 0x02, 0x10, 0x40])
     ]
     samples = [(NOW + 1000 * i, tricky[i % 2] if i % 3 else 0.0) for i in range(300)]
     expect(decode_read_response(response(series({"t": "1"}, samples))), [({"t": "1"}, samples)])
+
+
+def test_a_sample_whose_value_runs_past_its_record_is_malformed() -> None:
+    # 12 05 09 <4 bytes>: a value field cut short by its record's length, the series going on after it
+    body = field(1, field(1, b"a") + field(2, b"b")) + b"\x12\x05\x09\x00\x00\xf0\x3f" + sample(NOW, 1.0)
+    with pytest.raises(LiveError, match="truncated sample value"):
+        decode_read_response(response(field(1, body)))
 
 
 def test_exemplars_and_unknown_fields_after_the_samples_are_skipped() -> None:
