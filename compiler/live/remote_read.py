@@ -185,9 +185,21 @@ def _records(arr: np.ndarray, pos: int, end: int) -> np.ndarray:
     if starts.size == 0 or starts[0] != 0:
         return np.empty(0, np.int64)
     following = starts + lengths[starts] + 2
-    broken = np.flatnonzero(following[:-1] != starts[1:])
-    count = int(broken[0]) + 1 if broken.size else starts.size
-    return starts[:count].astype(np.int64) + pos
+    if np.array_equal(following[:-1], starts[1:]):
+        return starts.astype(np.int64) + pos
+    # bytes inside a value that look like a record: keep the candidates reached from the first one (pointer
+    # doubling: after round k every candidate within 2**k records of the first is marked)
+    count = starts.size
+    found = np.searchsorted(starts, following)
+    hit = found < count
+    hit[hit] = starts[found[hit]] == following[hit]
+    jump = np.append(np.where(hit, found, count), count)
+    chain = np.zeros(count + 1, dtype=bool)
+    chain[0] = True
+    for _ in range(max(1, int(count).bit_length())):
+        chain[jump[chain]] = True
+        jump = jump[jump]
+    return starts[chain[:count]].astype(np.int64) + pos
 
 
 def _decode_records(arr: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -65,6 +65,20 @@ def response(*timeseries: bytes) -> bytes:
     return field(1, b"".join(timeseries))
 
 
+@pytest.fixture
+def slow(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The samples read one by one in Python (the fallback), by position."""
+    calls: list[int] = []
+    real = remote_read._sample_slow
+
+    def counted(buf: bytes, pos: int, end: int) -> tuple[int, float]:
+        calls.append(pos)
+        return real(buf, pos, end)
+
+    monkeypatch.setattr(remote_read, "_sample_slow", counted)
+    return calls
+
+
 def bits(values: np.ndarray) -> list[int]:
     return [int(x) for x in np.asarray(values, dtype=np.float64).view(np.uint64)]
 
@@ -93,7 +107,7 @@ def test_zero_values_left_out_make_records_of_two_lengths() -> None:
 
 
 @pytest.mark.parametrize(
-    ("values", "order", "slow"),
+    ("values", "order", "records"),
     [
         ([1.0, 2.0] * 500, "gogo", 0),
         ([0.0, 0.0, 1.0, 0.0, 2.5] * 200, "gogo", 0),  # zero values: two record lengths, still vectorised
@@ -102,19 +116,11 @@ def test_zero_values_left_out_make_records_of_two_lengths() -> None:
     ],
 )
 def test_prometheus_encoding_is_decoded_without_a_python_loop_per_sample(
-    values: list[float], order: str, slow: int, monkeypatch: pytest.MonkeyPatch
+    values: list[float], order: str, records: int, slow: list[int]
 ) -> None:
-    calls: list[int] = []
-    real = remote_read._sample_slow
-
-    def counted(buf: bytes, pos: int, end: int) -> tuple[int, float]:
-        calls.append(pos)
-        return real(buf, pos, end)
-
-    monkeypatch.setattr(remote_read, "_sample_slow", counted)
     samples = [(NOW + 1000 * i, v) for i, v in enumerate(values)]
     expect(decode_read_response(response(series({"s": "1"}, samples, order))), [({"s": "1"}, samples)])
-    assert len(calls) == slow
+    assert len(slow) == records
 
 
 def test_a_zero_timestamp_and_negative_ones() -> None:
@@ -128,14 +134,18 @@ def test_other_encoders_field_orders(order: str) -> None:
     expect(decode_read_response(response(series({"x": "y"}, samples, order))), [({"x": "y"}, samples)])
 
 
-def test_doubles_whose_bytes_look_like_records() -> None:
-    # values holding 12 07 10 ... and 12 02 10 05 ...: starts of records (the second a valid one) inside a value
-    tricky = [
-        struct.unpack("<d", bytes(b))[0]
-        for b in ([0x12, 0x07, 0x10] * 2 + [3, 0x40], [0x12, 0x02, 0x10, 0x05, 0x12, 0x02, 0x10, 0x40])
-    ]
-    samples = [(NOW + 1000 * i, tricky[i % 2] if i % 3 else 0.0) for i in range(300)]
+@pytest.mark.parametrize(
+    "tricky",
+    [
+        [0x12, 0x07, 0x10] * 2 + [3, 0x40],  # a start whose timestamp varint does not end with it
+        [0x12, 0x02, 0x10, 0x05, 0x12, 0x02, 0x10, 0x40],  # two well-formed records inside a value
+    ],
+)
+def test_doubles_whose_bytes_look_like_records(tricky: list[int], slow: list[int]) -> None:
+    value = struct.unpack("<d", bytes(tricky))[0]
+    samples = [(NOW + 1000 * i, value if i % 3 else 0.0) for i in range(300)]
     expect(decode_read_response(response(series({"t": "1"}, samples))), [({"t": "1"}, samples)])
+    assert slow == []  # still one vectorised pass
 
 
 def test_a_sample_whose_value_runs_past_its_record_is_malformed() -> None:
