@@ -263,6 +263,7 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
         result.segments,
         result.inlined_rules,
         replay.client.server_s,
+        len(result.server_specs),
     )
     wall, cpu = time.monotonic(), time.process_time()
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
@@ -277,6 +278,7 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
         f"({result.split_queries} split, {replay.client.server_s - before[6]:.1f} s in the server's evaluation), "
         f"{result.samples_read - before[1]:,} samples read, "
         f"{result.segments - before[4]} segment(s), {result.inlined_rules - before[5]} wide rule(s) inlined, "
+        f"{len(result.server_specs) - before[7]} spec(s) left to the server engine, "
         f"{len(result.intervals) - before[2]} firing interval(s), "
         f"{len(result.problems) - before[3]} problem(s), peak RSS so far {_rss_mb():.0f} MB"
     )

@@ -73,6 +73,9 @@ SEGMENT_CELLS = 30_000_000
 WIDE_SERIES = 50
 # Alerts about data that is not there: judged only where the server holds data (``Coverage.server``).
 NO_DATA_KINDS = frozenset({"no_data", "vanished"})
+# The local engine's floor is a segment of twice the warm-up: raw values (series x steps) past this in one segment,
+# about 1 GB an array, and the spec is left to the server engine (its wide rules stay on the server).
+LOCAL_CELLS = 4 * SEGMENT_CELLS
 # CONCURRENCY (compiler.live): range queries of one spec asked at once; the server, not this process, is the
 # bottleneck of a large replay.
 
@@ -110,6 +113,7 @@ class Result:
     split_queries: int = 0  # range queries the server refused for their size or time, asked again over half the steps
     segments: int = 0  # time segments the specs were replayed in (one per spec when it fits in memory at once)
     inlined_rules: int = 0  # wide recorded rules not held: inlined into their readers, which ran on the server
+    server_specs: list[str] = field(default_factory=list)  # too wide for the local engine: replayed by the server
     coverage: dict[str, Coverage] = field(default_factory=dict)  # per spec: when the server holds its data
 
 
@@ -306,6 +310,7 @@ class Backtest:
         concurrency: int = CONCURRENCY,
         engine: str = "local",
         fetch: Fetch | None = None,
+        local_cells: int = LOCAL_CELLS,
     ) -> None:
         """``engine``: "local" fetches each raw series' samples once (remote read) and evaluates every rule
         here (``columns``); "server" asks the server to evaluate the raw-reading rules at every step (for a
@@ -325,6 +330,7 @@ class Backtest:
         if engine not in ("local", "server"):
             raise ValueError(f"unknown backtest engine {engine!r}")
         self.engine = engine
+        self.local_cells = local_cells
         self.fetch: Fetch = fetch if fetch is not None else self._remote_read
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
@@ -352,7 +358,11 @@ class Backtest:
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
         full = self.grid(interval or default_interval_ms, warm)
         self.widths = {}
-        if self.engine == "local":
+        width = self._raw_width_or_none(rules) if self.engine == "local" else None
+        local = self.engine == "local" and self._local_fits(width, full, warm)
+        if not local:
+            self.result.server_specs += [spec.slo.name] if self.engine == "local" else []
+        if local:
             dropped: set[str] = set()
         else:
             try:
@@ -372,15 +382,13 @@ class Backtest:
             if rule.kind == "alert"
         }
         try:
-            per_step = (
-                self.raw_width(rules) if self.engine == "local" else self.cells_per_step(rules, held, spec.slo, full)
-            )
+            per_step = (width or 1) if local else self.cells_per_step(rules, held, spec.slo, full)
             cut = segments(full, _overlap_steps(warm, full.step_ms), per_step, self.segment_cells)
         except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
             cut = [(full, 0)]
         for grid, fed in cut:
             self.result.segments += 1
-            replay = self.replay_local if self.engine == "local" else self.replay_segment
+            replay = self.replay_local if local else self.replay_segment
             if not replay(spec, rules, held, grid, fed, machines):
                 break
         for machine in machines.values():
@@ -474,6 +482,7 @@ class Backtest:
         except (StepError, QueryError) as exc:
             self.result.problems.append(f"{spec.slo.name}: {exc}")
             return False
+        store: Store | None = None
         for place, rule in enumerate(rules):
             try:
                 found = self._local_rule(spec, rule, columns, grid)
@@ -492,7 +501,8 @@ class Backtest:
             for index in range(fed, grid.n):
                 machine.feed(grid.time(index), steps[index])
             if len(machine.done) > known:
-                store = _store_of(grid, recorded, _signal_names(spec.slo))
+                if store is None:  # the spec's value, as the step evaluator's store: built once a segment
+                    store = _store_of(grid, recorded, _signal_names(spec.slo))
                 signal_held = _signal_names(spec.slo) <= set(recorded)
                 for episode in machine.done[known:]:
                     episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
@@ -579,6 +589,19 @@ class Backtest:
             for series in found
             if (key := frozenset(series.labels.items())) in own
         ]
+
+    def _local_fits(self, width: int | None, grid: Grid, warm_ms: int) -> bool:
+        """Whether the local engine keeps the spec within memory: a segment holds its raw series over at least
+        twice the warm-up (each segment evaluates it again), so a very wide spec with a long warm-up (thousands
+        of per-node series under a 3d burn window) is left to the server engine, which keeps wide rules there."""
+        least = 2 * _overlap_steps(warm_ms, grid.step_ms)
+        return width is None or width * min(least, grid.n) <= self.local_cells
+
+    def _raw_width_or_none(self, rules: Sequence[Rule]) -> int | None:
+        try:
+            return self.raw_width(rules)
+        except (StepError, QueryError):
+            return None  # the replay meets the same refusal and says so
 
     def raw_width(self, rules: Sequence[Rule]) -> int:
         """Series per step the local engine holds at most: the spec's budget, or the widest raw selector the

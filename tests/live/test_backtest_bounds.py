@@ -128,8 +128,12 @@ def test_the_local_engine_gives_the_same_replay_whole_and_in_segments(
     whole = replay(setup, servers["default"], engine="local")
     assert whole.problems == [] and keys(whole.intervals) == keys(unchunked.intervals)
     cut = replay(setup, servers["low"], engine="local", segment_cells=3)
-    assert cut.problems == [] and cut.segments > whole.segments
+    assert cut.problems == [] and cut.segments > whole.segments and cut.server_specs == []
     assert keys(cut.intervals) == keys(unchunked.intervals)
+    # a spec too wide for the local engine over twice its warm-up is left to the server engine: same firings
+    left = replay(setup, servers["default"], engine="local", local_cells=3)
+    assert left.server_specs == sorted(left.server_specs) and len(left.server_specs) == 2
+    assert left.problems == [] and keys(left.intervals) == keys(unchunked.intervals)
 
 
 def test_a_query_no_chunk_can_pass_is_a_problem_in_the_servers_words(
