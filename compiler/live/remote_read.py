@@ -285,6 +285,26 @@ def _words_at(words: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return found
 
 
+def _label(buf: bytes, pos: int, stop: int) -> tuple[str, str]:
+    """One Label message in buf[pos:stop]: its name and value."""
+    name = value = ""
+    while pos < stop:
+        inner, pos = _read_varint(buf, pos, stop)
+        if inner in (0x0A, 0x12):
+            length, pos = _read_varint(buf, pos, stop)
+            if pos + length > stop:
+                raise MalformedError("a label string longer than its label")
+            text = buf[pos : pos + length].decode("utf-8")
+            pos += length
+            if inner == 0x0A:
+                name = text
+            else:
+                value = text
+        else:
+            pos = _skip(buf, inner & 7, pos, stop)
+    return name, value
+
+
 def _series(
     buf: bytes, arr: np.ndarray, words: np.ndarray, pos: int, end: int
 ) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
@@ -297,25 +317,11 @@ def _series(
         key, pos = _read_varint(buf, pos, end)
         if key == 0x0A:  # Label
             size, pos = _read_varint(buf, pos, end)
-            stop = pos + size
-            if stop > end:
+            if pos + size > end:
                 raise MalformedError("a label longer than its series")
-            name = value = ""
-            while pos < stop:
-                inner, pos = _read_varint(buf, pos, stop)
-                if inner in (0x0A, 0x12):
-                    length, pos = _read_varint(buf, pos, stop)
-                    if pos + length > stop:
-                        raise MalformedError("a label string longer than its label")
-                    text = buf[pos : pos + length].decode("utf-8")
-                    pos += length
-                    if inner == 0x0A:
-                        name = text
-                    else:
-                        value = text
-                else:
-                    pos = _skip(buf, inner & 7, pos, stop)
+            name, value = _label(buf, pos, pos + size)
             labels[name] = value
+            pos += size
         elif key == 0x12:  # Sample: this record and the run of records after it
             starts = _records(arr, pos - 1, end) if restarts < _ALL_SHAPES else np.empty(0, np.int64)
             restarts += 1
