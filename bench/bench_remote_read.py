@@ -98,16 +98,16 @@ def main() -> None:
             decode = []
             for _ in range(args.repeat):
                 began = time.perf_counter()
-                remote_read.decode_read_response(plain)
+                remote_read._decode(*plain)
                 decode.append(time.perf_counter() - began)
             print(
-                f"one answer: {len(raw) / 1e6:.1f} MB snappy, {len(plain) / 1e6:.1f} MB protobuf "
-                f"({len(plain) / total:.1f} bytes/sample); request {fetched:.3f}s, decompress {unpacked:.3f}s, "
+                f"one answer: {len(raw) / 1e6:.1f} MB snappy, {plain[1] / 1e6:.1f} MB protobuf "
+                f"({plain[1] / total:.1f} bytes/sample); request {fetched:.3f}s, decompress {unpacked:.3f}s, "
                 f"decode {statistics.median(decode):.3f}s ({total / statistics.median(decode) / 1e6:.1f} M samples/s)"
             )
             setattr(remote_read, "_ALL_SHAPES", 0)  # noqa: B010 - every sample through the Python fallback
             began = time.perf_counter()
-            remote_read.decode_read_response(plain)
+            remote_read._decode(*plain)
             slow = time.perf_counter() - began
             print(
                 f"decode with the per-sample Python fallback forced: {slow:.3f}s ({total / slow / 1e6:.2f} M samples/s)"

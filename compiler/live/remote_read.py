@@ -53,6 +53,8 @@ _HEADERS = {
     "Content-Type": "application/x-protobuf",
     "X-Prometheus-Remote-Read-Version": "0.1.0",
 }
+_PAD = 16  # zero bytes after a decompressed answer, so that an 8-byte word read at its last byte stays inside
+Buffer = bytes | memoryview
 _ALL_SHAPES = 8  # restarts of the vectorised scan within one series before it is read record by record
 
 
@@ -105,7 +107,7 @@ def encode_read_request(matchers: Sequence[Matcher], start_ms: int, end_ms: int)
 # -- decoding the answer ----------------------------------------------------------------
 
 
-def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _read_varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end or shift > 63:
@@ -118,7 +120,7 @@ def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip(buf: bytes, wire: int, pos: int, end: int) -> int:
+def _skip(buf: Buffer, wire: int, pos: int, end: int) -> int:
     """The position after a field of wire type ``wire`` whose value starts at ``pos``."""
     if wire == 0:
         return _read_varint(buf, pos, end)[1]
@@ -140,7 +142,7 @@ def _int64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _sample_slow(buf: bytes, pos: int, end: int) -> tuple[int, float]:
+def _sample_slow(buf: Buffer, pos: int, end: int) -> tuple[int, float]:
     """One Sample message in buf[pos:end], fields in any order, unknown ones skipped."""
     stamp, value = 0, 0.0
     while pos < end:
@@ -285,7 +287,7 @@ def _words_at(words: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return found
 
 
-def _label(buf: bytes, pos: int, stop: int) -> tuple[str, str]:
+def _label(buf: Buffer, pos: int, stop: int) -> tuple[str, str]:
     """One Label message in buf[pos:stop]: its name and value."""
     name = value = ""
     while pos < stop:
@@ -294,7 +296,7 @@ def _label(buf: bytes, pos: int, stop: int) -> tuple[str, str]:
             length, pos = _read_varint(buf, pos, stop)
             if pos + length > stop:
                 raise MalformedError("a label string longer than its label")
-            text = buf[pos : pos + length].decode("utf-8")
+            text = str(buf[pos : pos + length], "utf-8")
             pos += length
             if inner == 0x0A:
                 name = text
@@ -306,7 +308,7 @@ def _label(buf: bytes, pos: int, stop: int) -> tuple[str, str]:
 
 
 def _series(
-    buf: bytes, arr: np.ndarray, words: np.ndarray, pos: int, end: int
+    buf: Buffer, arr: np.ndarray, words: np.ndarray, pos: int, end: int
 ) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
     """One TimeSeries message in buf[pos:end]."""
     labels: dict[str, str] = {}
@@ -354,14 +356,21 @@ def _series(
     return labels, np.concatenate(stamp_parts), np.concatenate(value_parts)
 
 
-def decode_read_response(buf: bytes) -> list[RawSeries]:
+def decode_read_response(raw: bytes) -> list[RawSeries]:
     """The series of a (decompressed) ReadResponse, of all its results in order; ``MalformedError`` when the
     bytes are not one (never an IndexError, whatever they hold)."""
-    arr = np.zeros(len(buf) + 16, dtype=np.uint8)  # padded: a word read at the last byte stays inside
-    arr[: len(buf)] = np.frombuffer(buf, dtype=np.uint8)
+    arr = np.zeros(len(raw) + _PAD, dtype=np.uint8)
+    arr[: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return _decode(arr, len(raw))
+
+
+def _decode(arr: np.ndarray, end: int) -> list[RawSeries]:
+    """``decode_read_response`` of the ``end`` bytes at the start of ``arr``, which holds _PAD more (a word
+    read at the last byte stays inside)."""
+    buf = arr.data
     words = _words(arr)
     out: list[RawSeries] = []
-    pos, end = 0, len(buf)
+    pos = 0
     try:
         while pos < end:
             key, pos = _read_varint(buf, pos, end)
@@ -397,7 +406,8 @@ def selector(matchers: Sequence[Matcher]) -> str:
     return "{" + ",".join(matcher.render() for matcher in matchers) + "}"
 
 
-def _decompress(client: Client, raw: bytes, about: str) -> bytes:
+def _decompress(client: Client, raw: bytes, about: str) -> tuple[np.ndarray, int]:
+    """The answer decompressed into an array _PAD bytes longer (for ``_decode``), and its length."""
     try:
         declared, _ = _read_varint(raw, 0, min(len(raw), 10))
     except MalformedError:
@@ -409,10 +419,14 @@ def _decompress(client: Client, raw: bytes, about: str) -> bytes:
             f"Prometheus at {client.base} answered {about} with {declared:,} bytes once decompressed, more than "
             f"the limit of {MAX_DECOMPRESSED_BYTES // (1024 * 1024)} MiB"
         )
+    out = np.zeros(declared + _PAD, dtype=np.uint8)
     try:
-        return bytes(cramjam.snappy.decompress_raw(raw))
+        written = int(cramjam.snappy.decompress_raw_into(raw, out.data))
     except Exception as exc:  # cramjam raises its own DecompressionError (and ValueError on some inputs)
         raise LiveError(f"{client.base} answered {about} with a body that is not snappy; is it a Prometheus?") from exc
+    if written != declared:
+        raise LiveError(f"{client.base} answered {about} with a snappy body shorter than it declares")
+    return out, written
 
 
 def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> list[RawSeries]:
@@ -420,7 +434,7 @@ def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_m
     body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms)))
     raw = client.request(f"{client.base}/api/v1/read", body, _HEADERS, about, MAX_REMOTE_READ_BYTES, plain_errors=True)
     try:
-        series = decode_read_response(_decompress(client, raw, about))
+        series = _decode(*_decompress(client, raw, about))
     except MalformedError as exc:
         raise LiveError(
             f"{client.base} answered {about} with a malformed ReadResponse ({exc}); is it a Prometheus?"
