@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import inspect
+import os
 import re
 import resource
 import shutil
@@ -190,6 +191,12 @@ def _server_pid(blocks: Path) -> int:
     return int(found.stdout.split()[0])
 
 
+def _cpu_s(pid: int) -> float:
+    """A running process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _rss_mb(pid: int | None = None) -> float:
     """Peak RSS: of this process (getrusage), or of a running process (VmHWM)."""
     if pid is None:
@@ -208,6 +215,12 @@ def main() -> None:
     parser.add_argument("--warmup", default="3d")
     parser.add_argument("--concurrency", type=int, default=2, help="range queries asked at once (backtest's default)")
     parser.add_argument(
+        "--engine",
+        choices=("local", "server"),
+        default="local",
+        help="local: raw series fetched once (remote read), every rule evaluated here; server: range queries",
+    )
+    parser.add_argument(
         "--only", choices=("per-node", "cluster-wide"), help="replay only these specs (the data set is the same)"
     )
     args = parser.parse_args()
@@ -221,11 +234,22 @@ def main() -> None:
     with servers.prometheus(blocks.parent, [], None, blocks, ("--storage.tsdb.retention.time=3650d",)) as prom:
         pid = _server_pid(blocks)
         client = Client(Access(prom.url, timeout_s=600))
-        replay = Backtest(client, END_S * 1000 - replay_ms, END_S * 1000, warmup_ms, concurrency=args.concurrency)
+        replay = Backtest(
+            client,
+            END_S * 1000 - replay_ms,
+            END_S * 1000,
+            warmup_ms,
+            concurrency=args.concurrency,
+            engine=args.engine,
+        )
+        server_cpu = _cpu_s(pid)
         for group in (False, True):
             if args.only is None or args.only == ("per-node" if group else "cluster-wide"):
                 _run_group(model, files, replay, group, args.nodes)
-        print(f"Prometheus peak RSS {_rss_mb(pid):.0f} MB; backtest process peak RSS {_rss_mb():.0f} MB")
+        print(
+            f"Prometheus: {_cpu_s(pid) - server_cpu:.1f} s CPU during the backtest, peak RSS {_rss_mb(pid):.0f} MB; "
+            f"backtest process peak RSS {_rss_mb():.0f} MB"
+        )
 
 
 def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_group: bool, nodes: int) -> None:

@@ -179,7 +179,15 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=CONCURRENCY,
         metavar="N",
-        help=f"range queries asked of the server at once (default {CONCURRENCY}; the server does most of the work)",
+        help=f"range queries asked of the server at once with --engine server (default {CONCURRENCY})",
+    )
+    backtest.add_argument(
+        "--engine",
+        choices=("local", "server"),
+        default="local",
+        help="local (default): each raw series' samples read once through the remote-read API and every rule "
+        "evaluated here; server: the server evaluates the raw-reading rules at every step (range queries), "
+        "for a server without remote read (such as Thanos Query)",
     )
     backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
 
@@ -201,6 +209,7 @@ def _tune_parser(commands: Any, common: argparse.ArgumentParser, live: argparse.
     tune.add_argument("--to", dest="end", metavar="TIME", help="end: RFC 3339 or unix seconds (with --from)")
     tune.add_argument("--warmup", default="auto", metavar="DURATION", help="as for backtest (default: auto)")
     tune.add_argument("--concurrency", type=_positive_int, default=CONCURRENCY, metavar="N", help="as for backtest")
+    tune.add_argument("--engine", choices=("local", "server"), default="local", help="as for backtest")
     tune.add_argument(
         "--format",
         choices=("table", "json", "patch"),
@@ -699,7 +708,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     try:
         client = _client(args)
         client.buildinfo()
-        replay = Backtest(client, start, end, warmup, concurrency=args.concurrency)
+        replay = Backtest(client, start, end, warmup, concurrency=args.concurrency, engine=args.engine)
         for spec in specs:
             expected = estimate(spec.slo, model.project.cluster_profile)
             interval_ms = model.project.evaluation_interval_ms
@@ -847,7 +856,14 @@ def cmd_tune(args: argparse.Namespace) -> int:
     expected = estimate(spec.slo, model.project.cluster_profile)
     start, end, warmup = span
     window = tune.Window(
-        start, end, warmup, model.project.evaluation_interval_ms, expected.budget, expected.series, args.concurrency
+        start,
+        end,
+        warmup,
+        model.project.evaluation_interval_ms,
+        expected.budget,
+        expected.series,
+        args.concurrency,
+        args.engine,
     )
     try:
         client = _client(args, tune.Remembering)

@@ -192,11 +192,20 @@ class Prometheus:
 
 @contextmanager
 def prometheus(
-    workdir: Path, rule_files: list[Path], alertmanager_port: int | None, blocks: Path, flags: tuple[str, ...] = ()
+    workdir: Path,
+    rule_files: list[Path],
+    alertmanager_port: int | None,
+    blocks: Path,
+    flags: tuple[str, ...] = (),
+    external_labels: dict[str, str] | None = None,
 ) -> Iterator[Prometheus]:
     port = free_port()
     config: dict[str, Any] = {
-        "global": {"evaluation_interval": "2s", "scrape_interval": "1m"},
+        "global": {
+            "evaluation_interval": "2s",
+            "scrape_interval": "1m",
+            **({"external_labels": external_labels} if external_labels else {}),
+        },
         "rule_files": [str(path) for path in rule_files],
         "storage": {"tsdb": {"out_of_order_time_window": "2h"}},
     }

@@ -42,6 +42,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import promql_parser as pp
 
 from compiler.live import CONCURRENCY
@@ -50,14 +51,18 @@ from compiler.live.client import (
     MAX_SAMPLES_PER_QUERY,
     Client,
     Labels,
+    LiveError,
     QueryError,
     too_large,
 )
+from compiler.live.columns import ColumnEvaluator, Columns, Fetch, RawLike
 from compiler.live.coverage import SERVER_QUERY, SERVER_STEP_MS, Coverage, Span, covers, data_query, spans_of, union
+from compiler.live.remote_read import RawSeries
+from compiler.live.remote_read import selector as selector_text
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector, _absent_labels
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
-from compiler.promql import _children, _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
+from compiler.promql import Matcher, _children, _iter_nodes, lookback_ms, parse_duration, parse_expr, quote
 from compiler.promql.evaluate import _set_op, _signature
 from compiler.text.yamlin import load_own
 
@@ -299,7 +304,12 @@ class Backtest:
         segment_cells: int = SEGMENT_CELLS,
         wide_series: int = WIDE_SERIES,
         concurrency: int = CONCURRENCY,
+        engine: str = "local",
+        fetch: Fetch | None = None,
     ) -> None:
+        """``engine``: "local" fetches each raw series' samples once (remote read) and evaluates every rule
+        here (``columns``); "server" asks the server to evaluate the raw-reading rules at every step (for a
+        server without remote read). ``fetch`` replaces the remote-read call (tests, other sources)."""
         self.client = client
         self.start_ms, self.end_ms = start_ms, end_ms
         self.warmup = warmup
@@ -312,6 +322,10 @@ class Backtest:
         self.recorded_series: int | None = None
         self.widths: dict[str, int] = {}  # probed series of the spec's recorded rules, by name
         self._served: dict[tuple[int, int], tuple[Span, ...]] = {}  # the server's own coverage, by range
+        if engine not in ("local", "server"):
+            raise ValueError(f"unknown backtest engine {engine!r}")
+        self.engine = engine
+        self.fetch: Fetch = fetch if fetch is not None else self._remote_read
 
     def grid(self, interval_ms: int, warm_ms: int) -> Grid:
         """Timestamps at the group's interval, aligned to it (plus ``align_ms``), from the warm-up to the end."""
@@ -338,10 +352,13 @@ class Backtest:
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
         full = self.grid(interval or default_interval_ms, warm)
         self.widths = {}
-        try:
-            dropped = self.wide_rules(rules, spec.slo, full)
-        except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
-            dropped = set()
+        if self.engine == "local":
+            dropped: set[str] = set()
+        else:
+            try:
+                dropped = self.wide_rules(rules, spec.slo, full)
+            except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
+                dropped = set()
         self.result.inlined_rules += len(dropped)
         held = {rule.name for rule in rules if rule.kind == "record"} - dropped
         self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
@@ -355,17 +372,16 @@ class Backtest:
             if rule.kind == "alert"
         }
         try:
-            cut = segments(
-                full,
-                _overlap_steps(warm, full.step_ms),
-                self.cells_per_step(rules, held, spec.slo, full),
-                self.segment_cells,
+            per_step = (
+                self.raw_width(rules) if self.engine == "local" else self.cells_per_step(rules, held, spec.slo, full)
             )
+            cut = segments(full, _overlap_steps(warm, full.step_ms), per_step, self.segment_cells)
         except (StepError, QueryError):  # the probed rule fails the same way in the replay, which says so
             cut = [(full, 0)]
         for grid, fed in cut:
             self.result.segments += 1
-            if not self.replay_segment(spec, rules, held, grid, fed, machines):
+            replay = self.replay_local if self.engine == "local" else self.replay_segment
+            if not replay(spec, rules, held, grid, fed, machines):
                 break
         for machine in machines.values():
             self.result.intervals += [i for i in machine.done if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
@@ -437,6 +453,149 @@ class Backtest:
                 # a signal not held (a wide one) leaves the condition's start at the alert's own start
                 episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
         return True
+
+    def replay_local(
+        self,
+        spec: SpecPlan,
+        rules: Sequence[Rule],
+        held: set[str],
+        grid: Grid,
+        fed: int,
+        machines: dict[int, AlertMachine],
+    ) -> bool:
+        """Every rule of the group evaluated here over one segment's grid, in the group's order: the raw series
+        fetched once each (``fetch``), a rule the columnar engine does not take evaluated by the step
+        evaluator on the recorded series; False when a recording rule failed."""
+        recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
+        columns = ColumnEvaluator(grid, self._counted_fetch, recorded)
+        written: set[str] = set()
+        try:
+            columns.plan(rule.expr for rule in rules)
+        except (StepError, QueryError) as exc:
+            self.result.problems.append(f"{spec.slo.name}: {exc}")
+            return False
+        for place, rule in enumerate(rules):
+            try:
+                found = self._local_rule(spec, rule, columns, grid)
+            except (StepError, QueryError) as exc:
+                self.result.problems.append(f"{spec.slo.name}: rule {rule.name}: {exc}")
+                if rule.kind == "record":  # everything after it would read a hole, not history
+                    self.result.problems.append(f"{spec.slo.name}: not replayed past {rule.name}")
+                    return False
+                continue
+            if rule.kind == "record":
+                record(recorded, written, rule, found)
+                continue
+            machine = machines[place]
+            known = len(machine.done)
+            steps = found.vectors()
+            for index in range(fed, grid.n):
+                machine.feed(grid.time(index), steps[index])
+            if len(machine.done) > known:
+                store = _store_of(grid, recorded, _signal_names(spec.slo))
+                signal_held = _signal_names(spec.slo) <= set(recorded)
+                for episode in machine.done[known:]:
+                    episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
+        self._count_requests()
+        return True
+
+    def local_history(self, spec: SpecPlan, rules: Sequence[Rule], grid: Grid, names: set[str]) -> Store:
+        """The recorded series ``names`` over ``grid``, by the local engine (the rules up to the last that
+        records one of them, each raw series fetched as the replay fetches it)."""
+        recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
+        columns = ColumnEvaluator(grid, self._counted_fetch, recorded)
+        columns.plan(rule.expr for rule in rules)
+        written: set[str] = set()
+        last = max((place for place, rule in enumerate(rules) if rule.name in names), default=-1)
+        for rule in rules[: last + 1]:
+            if rule.kind == "record":
+                record(recorded, written, rule, self._local_rule(spec, rule, columns, grid))
+        self._count_requests()
+        return _store_of(grid, recorded, names)
+
+    def _local_rule(self, spec: SpecPlan, rule: Rule, columns: ColumnEvaluator, grid: Grid) -> Columns:
+        """One rule over the grid: columnar, else (a shape it does not take) by the step evaluator."""
+        try:
+            found = columns.run(rule.expr)
+            failed = columns.first_error()
+            if failed is not None:
+                count = int(columns.errors.sum())
+                self.result.problems.append(
+                    f"{spec.slo.name}: rule {rule.name} failed at {count} evaluation(s), first: {failed[1]}"
+                )
+            return found
+        except StepError:
+            reads = _names(rule.expr) & set(columns.recorded)
+            if _names(rule.expr) - reads:
+                raise
+        store = _store_of(grid, columns.recorded, reads)
+        steps = self._in_memory(rule, rule.expr, spec.slo, store)
+        return _columns_of(steps, grid.n)
+
+    def _counted_fetch(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
+        """``fetch``, refusing more series than the spec's budget (a selector reading more than it expects)."""
+        found = self.fetch(matchers, start_ms, end_ms)
+        if self.series_limit is not None and len(found) > self.series_limit:
+            raise StepError(
+                f"a selector returned {len(found)} series, more than the spec's series_budget of "
+                f"{self.series_limit}: it reads more than the spec expects (preflight shows which); "
+                "the spec was not replayed"
+            )
+        return found
+
+    def _remote_read(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
+        """The selected series' samples with the labels the server's rules see. Remote read adds the server's
+        external labels to every series and reads a matcher equal to one as "the label is absent"; then such
+        matchers are applied here instead, and each series gets back its own labels (the series API's)."""
+        try:
+            return self._read_as_rules_see(matchers, start_ms, end_ms)
+        except QueryError:
+            raise
+        except LiveError as exc:
+            if "/api/v1/read" not in str(exc) and "remote read" not in str(exc):
+                raise
+            raise LiveError(
+                f"{exc}; the local engine reads raw series through remote read: for a server without it (Thanos "
+                "Query, a proxy that passes only the query API) use --engine server"
+            ) from exc
+
+    def _read_as_rules_see(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
+        external = self.client.external_labels()
+        if not external:
+            return list(self.client.read_raw(matchers, start_ms, end_ms))
+        rewritten = {m for m in matchers if m.op == "=" and external.get(m.name) == m.value}
+        found = self.client.read_raw([m for m in matchers if m not in rewritten], start_ms, end_ms)
+        own: dict[frozenset[tuple[str, str]], Labels] = {}
+        for labels in self.client.series(selector_text(matchers), start_ms / 1000, end_ms / 1000):
+            merged = frozenset({**external, **labels}.items())
+            if merged in own:
+                raise StepError(
+                    f"two series of {selector_text(matchers)} differ only by the server's external labels "
+                    f"({', '.join(sorted(external))}); remote read cannot tell them apart (use --engine server)"
+                )
+            own[merged] = labels
+        return [
+            RawSeries(own[key], series.timestamps, series.values)
+            for series in found
+            if (key := frozenset(series.labels.items())) in own
+        ]
+
+    def raw_width(self, rules: Sequence[Rule]) -> int:
+        """Series per step the local engine holds at most: the spec's budget, or the widest raw selector the
+        server counts at the end of the replay (a histogram's buckets are several series per unit)."""
+        recorded = {rule.name for rule in rules if rule.kind == "record"}
+        widest = 1
+        selectors = {
+            str(node)
+            for rule in rules
+            for node in _iter_nodes(parse_expr(rule.expr))
+            if isinstance(node, pp.VectorSelector) and node.name not in recorded
+        }
+        for selector in sorted(selectors):
+            counts = [value for _, value in self.client.query(f"count({selector})", at=self.end_ms / 1000)]
+            widest = max([widest] + [int(value) for value in counts if math.isfinite(value)])
+        self._count_requests()
+        return widest
 
     def coverage(self, slo: SLO, grid: Grid) -> Coverage:
         """When the server holds the spec's raw series over the replay's grid (warm-up included), at the
@@ -737,3 +896,47 @@ def condition_start(spec: SpecPlan, found: Interval, store: Store) -> int | None
 
 def _labels_match(alert: AlertSpec, labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in alert.labels)
+
+
+def _store_of(grid: Grid, recorded: dict[str, Columns], names: set[str]) -> Store:
+    """The step evaluator's store holding the named recorded series."""
+    store = Store(grid)
+    for name in sorted(names):
+        held = recorded.get(name)
+        if held is None:
+            continue
+        for labels, values, present in zip(held.labels, held.values.tolist(), held.present.tolist(), strict=True):
+            store.put(labels, [value if here else None for value, here in zip(values, present, strict=True)])
+    return store
+
+
+def _columns_of(steps: list[Vector], n: int) -> Columns:
+    """The step evaluator's vectors per step as columns, one row per label set."""
+    rows: dict[frozenset[tuple[str, str]], int] = {}
+    labels: list[Labels] = []
+    cells: list[tuple[int, int, float]] = []
+    for index, vector in enumerate(steps):
+        for sample, value in vector:
+            key = frozenset(sample.items())
+            if key not in rows:
+                rows[key] = len(labels)
+                labels.append(sample)
+            cells.append((rows[key], index, value))
+    out = Columns(labels, np.zeros((len(labels), n)), np.zeros((len(labels), n), dtype=bool))
+    for row, index, value in cells:
+        out.values[row, index] = value
+        out.present[row, index] = True
+    return out
+
+
+def record(recorded: dict[str, Columns], written: set[str], rule: Rule, found: Columns) -> None:
+    """A recording rule's result kept under its name with the rule's labels; several rules may record one name
+    (one per condition): their rows together."""
+    labels = [{**labels, **rule.labels, "__name__": rule.name} for labels in found.labels]
+    values, present = found.values, found.present
+    if rule.name in written:
+        before = recorded[rule.name]
+        labels = before.labels + labels
+        values, present = np.vstack([before.values, values]), np.vstack([before.present, present])
+    written.add(rule.name)
+    recorded[rule.name] = Columns(labels, values, present)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
+import yaml
+
 Labels = dict[str, str]
 # query_range answers at most 11,000 points per series; backtest chunks below that.
 MAX_POINTS_PER_QUERY = 10_000
@@ -215,6 +217,7 @@ class Client:
         self.samples_read = 0  # raw samples the server read for range queries (its query stats) or remote read sent
         self.server_s = 0.0  # the server's own time evaluating those range queries (its query stats)
         self._counting = threading.Lock()  # backtest asks several range queries at once
+        self._external: Labels | None = None
 
     def call(self, path: str, params: Sequence[tuple[str, str]] = (), post: bool = True) -> Any:
         """One API call; the answer's ``data``, or a ``LiveError`` that says why not."""
@@ -415,6 +418,30 @@ class Client:
         if not isinstance(data, list) or not all(isinstance(value, str) for value in data):
             self._malformed(f"label values that are not a list of strings (the values of {label})")
         return list(data)
+
+    def external_labels(self) -> Labels:
+        """The server's ``global.external_labels`` (its configuration, asked once): the remote-read endpoint adds
+        them to every series it answers, and turns a matcher equal to one into "the label is absent", while
+        its rules see neither."""
+        if self._external is None:
+            data = self.call("/api/v1/status/config", post=False)
+            text = data.get("yaml") if isinstance(data, dict) else None
+            if not isinstance(text, str):
+                self._malformed("a configuration without its YAML text")
+            try:
+                document = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            except yaml.YAMLError:
+                self._malformed("a configuration that is not YAML")
+            found = (document.get("global") or {}).get("external_labels") if isinstance(document, dict) else None
+            self._external = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
+        return dict(self._external)
+
+    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> list[Any]:
+        """Every stored sample of the selected series over ``[start_ms, end_ms]``, staleness markers included,
+        through remote read (``compiler.live.remote_read``)."""
+        from compiler.live.remote_read import read_raw
+
+        return read_raw(self, matchers, start_ms, end_ms)
 
     def series(self, match: str, start: float | None = None, end: float | None = None) -> list[Labels]:
         params = [("match[]", match)]

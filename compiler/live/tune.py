@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from compiler.live import CONCURRENCY
 from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, needed, rules_of, warmup_ms
-from compiler.live.client import Client, Labels
+from compiler.live.client import Client, Labels, QueryError
 from compiler.live.coverage import when
 from compiler.live.steps import StepError, Store
 from compiler.live.summary import clipped
@@ -63,6 +63,7 @@ class Remembering(Client):
         super().__init__(*args, **kwargs)
         self._answers: dict[tuple[str, float, float, float], list[tuple[Labels, list[tuple[float, float]]]]] = {}
         self._instant: dict[tuple[str, float | None], list[tuple[Labels, float]]] = {}
+        self._raw: dict[tuple[Any, int, int], list[Any]] = {}
         self._lock = threading.Lock()
 
     def query_range(
@@ -75,6 +76,16 @@ class Remembering(Client):
             known = super().query_range(expr, start, end, step_s)
             with self._lock:
                 self._answers[key] = known
+        return known
+
+    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> list[Any]:
+        key = (tuple(matchers), start_ms, end_ms)
+        with self._lock:
+            known = self._raw.get(key)
+        if known is None:
+            known = super().read_raw(matchers, start_ms, end_ms)
+            with self._lock:
+                self._raw[key] = known
         return known
 
     def query(self, expr: str, at: float | None = None) -> list[tuple[Labels, float]]:
@@ -99,6 +110,7 @@ class Window:
     budget: int | None = None
     series: int | None = None
     concurrency: int = CONCURRENCY
+    engine: str = "local"  # backtest's engine: "local" (remote read, rules evaluated here) or "server"
 
 
 @dataclass(frozen=True)
@@ -238,9 +250,16 @@ def history(bt: Backtest, spec: SpecPlan, rule_file: bytes, window: Window, back
     warm = window.warmup_ms if window.warmup_ms is not None else warmup_ms(needed(rules))
     grid = bt.grid(step, max(back_ms, warm))
     bt.series_limit = window.budget
-    store = Store(grid)
     names = _signal_names(spec.slo)
     first = max(0, -(-(window.start_ms - grid.start_ms) // step))
+    if bt.engine == "local":  # the rules recording it, evaluated here on the raw series the replays read too
+        try:
+            store = bt.local_history(spec, needed(rules), grid, names)
+        except (StepError, QueryError) as exc:
+            bt.result.problems.append(f"{spec.slo.name}: the history of the spec's value: {exc}")
+            return History(first, step, {})
+        return History(first, step, _signal(spec.slo, store))
+    store = Store(grid)
     for rule in rules:
         if rule.kind == "record" and rule.name in names:
             try:
@@ -351,7 +370,9 @@ def alert_names(spec: SpecPlan, knob: Knob) -> list[str]:
 def replay(client: Client, compile_spec: Compile, window: Window, slo: SLO, knob: Knob) -> Outcome:
     """The spec with one candidate's value, replayed by the backtest engine: its knob's alerts' firings."""
     spec, rule_file = compile_spec(slo)
-    bt = Backtest(client, window.start_ms, window.end_ms, window.warmup_ms, concurrency=window.concurrency)
+    bt = Backtest(
+        client, window.start_ms, window.end_ms, window.warmup_ms, concurrency=window.concurrency, engine=window.engine
+    )
     bt.run_spec(spec, rule_file, window.interval_ms, window.budget, window.series)
     names = set(alert_names(spec, knob))
     outcome = Outcome(problems=list(bt.result.problems))
@@ -413,7 +434,7 @@ def tune(
         default=0,
     )
     _, rule_file = compile_spec(slo)
-    bt = Backtest(client, window.start_ms, window.end_ms, 0, concurrency=window.concurrency)
+    bt = Backtest(client, window.start_ms, window.end_ms, 0, concurrency=window.concurrency, engine=window.engine)
     found = history(bt, spec, rule_file, window, back)
     seen = found.seen()
     rows: list[dict[str, Any]] = []

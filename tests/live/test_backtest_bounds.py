@@ -11,6 +11,7 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,9 +67,11 @@ def _copy(blocks: Path, name: str) -> Path:
     return target
 
 
-def replay(setup: tuple[Model, dict[str, bytes], Path, int], url: str, **bounds: int) -> Result:
+def replay(setup: tuple[Model, dict[str, bytes], Path, int], url: str, engine: str = "server", **bounds: Any) -> Result:
+    """The server engine unless told: these bounds are those of its range queries."""
     model, files, _, end = setup
-    backtest = Backtest(Client(Access(url, timeout_s=60)), (end - DAY_S) * 1000, end * 1000, None, **bounds)
+    client = Client(Access(url, timeout_s=60))
+    backtest = Backtest(client, (end - DAY_S) * 1000, end * 1000, None, engine=engine, **bounds)
     for spec in plan(model):
         backtest.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms)
     return backtest.result
@@ -114,6 +117,18 @@ def test_a_replay_cut_into_time_segments_equals_the_whole(
     cut = replay(setup, servers["default"], segment_cells=3_000)
     assert cut.problems == []
     assert cut.segments > unchunked.segments  # a spec replayed in more than one segment
+    assert keys(cut.intervals) == keys(unchunked.intervals)
+
+
+def test_the_local_engine_gives_the_same_replay_whole_and_in_segments(
+    setup: tuple[Model, dict[str, bytes], Path, int], servers: dict[str, str], unchunked: Result
+) -> None:
+    """The raw series read once and every rule evaluated here: the server's firings exactly, also when the
+    replay is cut into segments smaller than a spec's warm-up allows (each still gets its warm-up)."""
+    whole = replay(setup, servers["default"], engine="local")
+    assert whole.problems == [] and keys(whole.intervals) == keys(unchunked.intervals)
+    cut = replay(setup, servers["low"], engine="local", segment_cells=3)
+    assert cut.problems == [] and cut.segments > whole.segments
     assert keys(cut.intervals) == keys(unchunked.intervals)
 
 
