@@ -214,7 +214,7 @@ class Client:
                 raise LiveError(f"cannot load the CA file {access.ca_file}: {exc}") from exc
         self.requests = 0
         self.last_error = ""
-        self.samples_read = 0  # raw samples the server read for range queries (its query stats)
+        self.samples_read = 0  # raw samples the server read for range queries (its query stats) or remote read sent
         self.server_s = 0.0  # the server's own time evaluating those range queries (its query stats)
         self._counting = threading.Lock()  # backtest asks several range queries at once
         self._external: Labels | None = None

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import cramjam
 import numpy as np
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from compiler.live.client import AnswerTooBigError, Client, LiveError, QueryError
 from compiler.promql import Matcher
@@ -52,6 +53,8 @@ _HEADERS = {
     "Content-Type": "application/x-protobuf",
     "X-Prometheus-Remote-Read-Version": "0.1.0",
 }
+_PAD = 16  # zero bytes after a decompressed answer, so that an 8-byte word read at its last byte stays inside
+Buffer = bytes | memoryview
 _ALL_SHAPES = 8  # restarts of the vectorised scan within one series before it is read record by record
 
 
@@ -104,7 +107,7 @@ def encode_read_request(matchers: Sequence[Matcher], start_ms: int, end_ms: int)
 # -- decoding the answer ----------------------------------------------------------------
 
 
-def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+def _read_varint(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= end or shift > 63:
@@ -117,7 +120,7 @@ def _read_varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip(buf: bytes, wire: int, pos: int, end: int) -> int:
+def _skip(buf: Buffer, wire: int, pos: int, end: int) -> int:
     """The position after a field of wire type ``wire`` whose value starts at ``pos``."""
     if wire == 0:
         return _read_varint(buf, pos, end)[1]
@@ -139,7 +142,7 @@ def _int64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _sample_slow(buf: bytes, pos: int, end: int) -> tuple[int, float]:
+def _sample_slow(buf: Buffer, pos: int, end: int) -> tuple[int, float]:
     """One Sample message in buf[pos:end], fields in any order, unknown ones skipped."""
     stamp, value = 0, 0.0
     while pos < end:
@@ -157,34 +160,33 @@ def _sample_slow(buf: bytes, pos: int, end: int) -> tuple[int, float]:
     return stamp, value
 
 
-def _records(arr: np.ndarray, pos: int, end: int) -> np.ndarray:
+def _records(arr: np.ndarray, pos: int, end: int) -> np.ndarray | int:
     """The starts of the longest chain of records ``0x12 len ...`` that begins at ``pos`` and holds the
     shapes Prometheus writes (the value and/or the timestamp, in that order); ``_decode_records`` checks
-    them. Empty when the record at ``pos`` is not one of those."""
+    them. Empty when the record at ``pos`` is not one of those; their common length when every record from
+    ``pos`` to ``end`` has the same."""
     first = int(arr[pos + 1]) + 2 if pos + 1 < end else 0
     # the common case: every record of the series has the same length
     if first > 2 and (end - pos) % first == 0:
         grid = arr[pos:end].reshape(-1, first)
         if np.all(grid[:, 0] == 0x12) and np.all(grid[:, 1] == first - 2):
-            return pos + np.arange(grid.shape[0], dtype=np.int64) * first
+            return first  # every record to the end has this length (``_decode_grid``)
     # mixed lengths: every position that could start a record, then the chain they form from pos
     size = end - pos
     if size < 3:
         return np.empty(0, np.int64)
     region = arr[pos:end]
-    lengths = np.zeros(size, dtype=np.int64)
-    lengths[:-1] = region[1:]
-    tag = np.zeros(size, dtype=np.uint8)
-    tag[:-2] = region[2:]
-    ts_after = np.zeros(size, dtype=bool)
-    ts_after[:-11] = region[11:] == 0x10
-    head = region == 0x12
-    head &= np.where(tag == 0x09, (lengths == 9) | ((lengths >= 11) & (lengths <= 20) & ts_after), tag == 0x10)
-    head &= (lengths >= 2) & (lengths <= 20) & (np.arange(size) + lengths + 2 <= size)
-    starts = np.flatnonzero(head)
+    maybe = np.flatnonzero(region[:-2] == 0x12)
+    sizes = region[maybe + 1].astype(np.int64)
+    tags = region[maybe + 2]
+    after = maybe + 11
+    ts_after = (after < size) & (region[np.minimum(after, size - 1)] == 0x10)
+    fits = (sizes >= 2) & (sizes <= 20) & (maybe + sizes + 2 <= size)
+    fits &= np.where(tags == 0x09, (sizes == 9) | ((sizes >= 11) & ts_after), tags == 0x10)
+    starts = maybe[fits]
     if starts.size == 0 or starts[0] != 0:
         return np.empty(0, np.int64)
-    following = starts + lengths[starts] + 2
+    following = starts + sizes[fits] + 2
     if np.array_equal(following[:-1], starts[1:]):
         return starts.astype(np.int64) + pos
     # bytes inside a value that look like a record: keep the candidates reached from the first one (pointer
@@ -202,39 +204,112 @@ def _records(arr: np.ndarray, pos: int, end: int) -> np.ndarray:
     return starts[chain[:count]].astype(np.int64) + pos
 
 
-def _decode_records(arr: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def _decode_grid(grid: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The common case: records of one length, one per row of ``grid``, decoded by columns (no gathers);
+    None when they do not all have the shape of the first."""
+    width = grid.shape[1]
+    if grid[0, 2] == 0x09 and width >= 13 and np.all(grid[:, 11] == 0x10) and np.all(grid[:, 2] == 0x09):
+        values = np.ascontiguousarray(grid[:, 3:11]).view("<f8").ravel()
+        first = 12
+    elif grid[0, 2] == 0x10 and width >= 4 and np.all(grid[:, 2] == 0x10):
+        values = np.zeros(grid.shape[0], dtype=np.float64)
+        first = 3
+    else:
+        return None
+    size = width - first
+    if size > 10:
+        return None
+    stamps = np.zeros(grid.shape[0], dtype=np.uint64)
+    for index in range(size):
+        column = grid[:, first + index]
+        if (index < size - 1 and not np.all(column >= 0x80)) or (index == size - 1 and np.any(column >= 0x80)):
+            return None  # the varint does not end where its record does
+        stamps |= (column & 0x7F).astype(np.uint64) << np.uint64(7 * index)
+    return stamps.view(np.int64), values
+
+
+def _decode_records(arr: np.ndarray, words: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """Timestamps and values of the records at ``starts``, each shape at once; None when one of them is not
     ``0x12 len [0x09 <8 bytes>] [0x10 <varint that ends with the record>]``."""
     count = starts.size
     lengths = arr[starts + 1].astype(np.int64)
     tags = arr[starts + 2]
     with_value = tags == 0x09
+    every_value = bool(with_value.all())
     # the timestamp's varint: after the value (length - 10 bytes) or alone (length - 1 bytes)
-    ts_from = np.where(with_value, starts + 12, starts + 3)
-    ts_size = np.where(with_value, lengths - 10, lengths - 1)
-    if np.any(~with_value & (tags != 0x10)) or np.any((ts_size > 10) | (ts_size == 0)):
+    ts_from = starts + 12 if every_value else np.where(with_value, starts + 12, starts + 3)
+    ts_size = lengths - 10 if every_value else np.where(with_value, lengths - 10, lengths - 1)
+    if not every_value and np.any(~with_value & (tags != 0x10)):
         return None
-    if np.any(with_value & (ts_size > 0)) and not np.all(arr[starts[with_value & (ts_size > 0)] + 11] == 0x10):
+    if np.any((ts_size > 10) | (ts_size == 0) | (ts_size < -1)):
         return None
-    stamps = np.zeros(count, dtype=np.uint64)
+    timed_value = with_value & (ts_size > 0)
+    if np.any(timed_value) and not np.all(arr[starts[timed_value] + 11] == 0x10):
+        return None
     values = np.zeros(count, dtype=np.float64)
-    if np.any(with_value):
-        at = starts[with_value] + 3
-        values[with_value] = arr[at[:, None] + np.arange(8)].view("<f8").ravel()
-    for size in np.unique(ts_size):
-        if size < 0:
-            continue  # a value alone: the timestamp is 0, left out
-        which = np.flatnonzero(ts_size == size)
-        raw = arr[ts_from[which][:, None] + np.arange(size)].astype(np.uint64)
-        more = (raw & np.uint64(0x80)) != 0
-        if not np.all(more[:, :-1]) or np.any(more[:, -1]):
-            return None  # the varint does not end where its record does
-        shifts = np.arange(size, dtype=np.uint64) * np.uint64(7)
-        stamps[which] = np.bitwise_or.reduce((raw & np.uint64(0x7F)) << shifts, axis=1)
+    if every_value:
+        values = _words_at(words, starts + 3).view("<f8")
+    elif np.any(with_value):
+        values[with_value] = _words_at(words, starts[with_value] + 3).view("<f8")
+    stamps = np.zeros(count, dtype=np.uint64)
+    present = np.bincount(ts_size + 1, minlength=12)  # how many of each varint size, from -1 (no timestamp)
+    for size in (int(found) for found in np.flatnonzero(present[1:])):  # the varint sizes there are
+        which = slice(None) if present[size + 1] == count else np.flatnonzero(ts_size == size)
+        if size <= 8:  # the varint's bytes as one little-endian word
+            word = _words_at(words, ts_from[which])
+            marks = sum(0x80 << (8 * index) for index in range(size))
+            if not np.all(word & np.uint64(marks) == np.uint64(marks - (0x80 << (8 * (size - 1))))):
+                return None  # the varint does not end where its record does
+            stamp = word & np.uint64(0x7F)
+            for index in range(1, size):
+                stamp |= ((word >> np.uint64(8 * index)) & np.uint64(0x7F)) << np.uint64(7 * index)
+        else:  # a negative timestamp: ten bytes
+            rows = sliding_window_view(arr, size)[ts_from[which]]
+            more = rows >= 0x80
+            if not more[:, :-1].all() or more[:, -1].any():
+                return None
+            stamp = np.zeros(rows.shape[0], dtype=np.uint64)
+            for index in range(size):
+                stamp |= (rows[:, index] & 0x7F).astype(np.uint64) << np.uint64(7 * index)
+        stamps[which] = stamp
     return stamps.view(np.int64), values
 
 
-def _series(buf: bytes, arr: np.ndarray, pos: int, end: int) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
+def _words(arr: np.ndarray) -> np.ndarray:
+    """Every 8 bytes of ``arr`` (padded with 16 zero bytes at its end) as a little-endian word: row r, column
+    i is the word at byte r + 8i, so the word at any byte offset is one gather (``_words_at``)."""
+    whole = arr[: arr.size // 8 * 8].view("<u8")
+    return as_strided(whole, shape=(8, (arr.size - 15) // 8 + 1), strides=(1, 8), writeable=False)
+
+
+def _words_at(words: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    found: np.ndarray = words[offsets & 7, offsets >> 3]
+    return found
+
+
+def _label(buf: Buffer, pos: int, stop: int) -> tuple[str, str]:
+    """One Label message in buf[pos:stop]: its name and value."""
+    name = value = ""
+    while pos < stop:
+        inner, pos = _read_varint(buf, pos, stop)
+        if inner in (0x0A, 0x12):
+            length, pos = _read_varint(buf, pos, stop)
+            if pos + length > stop:
+                raise MalformedError("a label string longer than its label")
+            text = str(buf[pos : pos + length], "utf-8")
+            pos += length
+            if inner == 0x0A:
+                name = text
+            else:
+                value = text
+        else:
+            pos = _skip(buf, inner & 7, pos, stop)
+    return name, value
+
+
+def _series(
+    buf: Buffer, arr: np.ndarray, words: np.ndarray, pos: int, end: int
+) -> tuple[dict[str, str], np.ndarray, np.ndarray]:
     """One TimeSeries message in buf[pos:end]."""
     labels: dict[str, str] = {}
     stamp_parts: list[np.ndarray] = []
@@ -244,34 +319,26 @@ def _series(buf: bytes, arr: np.ndarray, pos: int, end: int) -> tuple[dict[str, 
         key, pos = _read_varint(buf, pos, end)
         if key == 0x0A:  # Label
             size, pos = _read_varint(buf, pos, end)
-            stop = pos + size
-            if stop > end:
+            if pos + size > end:
                 raise MalformedError("a label longer than its series")
-            name = value = ""
-            while pos < stop:
-                inner, pos = _read_varint(buf, pos, stop)
-                if inner in (0x0A, 0x12):
-                    length, pos = _read_varint(buf, pos, stop)
-                    if pos + length > stop:
-                        raise MalformedError("a label string longer than its label")
-                    text = buf[pos : pos + length].decode("utf-8")
-                    pos += length
-                    if inner == 0x0A:
-                        name = text
-                    else:
-                        value = text
-                else:
-                    pos = _skip(buf, inner & 7, pos, stop)
+            name, value = _label(buf, pos, pos + size)
             labels[name] = value
+            pos += size
         elif key == 0x12:  # Sample: this record and the run of records after it
             starts = _records(arr, pos - 1, end) if restarts < _ALL_SHAPES else np.empty(0, np.int64)
-            decoded = _decode_records(arr, starts) if starts.size else None
             restarts += 1
+            if isinstance(starts, int):  # one length to the end of the series
+                decoded = _decode_grid(arr[pos - 1 : end].reshape(-1, starts))
+                following = end
+                if decoded is None:
+                    starts = np.arange(pos - 1, end, starts, dtype=np.int64)
+            if not isinstance(starts, int):
+                decoded = _decode_records(arr, words, starts) if starts.size else None
+                following = int(starts[-1]) + int(arr[starts[-1] + 1]) + 2 if starts.size else pos
             if decoded is not None:
                 stamp_parts.append(decoded[0])
                 value_parts.append(decoded[1])
-                last = int(starts[-1])
-                pos = last + int(arr[last + 1]) + 2
+                pos = following
             else:
                 size, pos = _read_varint(buf, pos, end)
                 if pos + size > end:
@@ -289,12 +356,21 @@ def _series(buf: bytes, arr: np.ndarray, pos: int, end: int) -> tuple[dict[str, 
     return labels, np.concatenate(stamp_parts), np.concatenate(value_parts)
 
 
-def decode_read_response(buf: bytes) -> list[RawSeries]:
+def decode_read_response(raw: bytes) -> list[RawSeries]:
     """The series of a (decompressed) ReadResponse, of all its results in order; ``MalformedError`` when the
     bytes are not one (never an IndexError, whatever they hold)."""
-    arr = np.frombuffer(buf, dtype=np.uint8)
+    arr = np.zeros(len(raw) + _PAD, dtype=np.uint8)
+    arr[: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    return _decode(arr, len(raw))
+
+
+def _decode(arr: np.ndarray, end: int) -> list[RawSeries]:
+    """``decode_read_response`` of the ``end`` bytes at the start of ``arr``, which holds _PAD more (a word
+    read at the last byte stays inside)."""
+    buf = arr.data
+    words = _words(arr)
     out: list[RawSeries] = []
-    pos, end = 0, len(buf)
+    pos = 0
     try:
         while pos < end:
             key, pos = _read_varint(buf, pos, end)
@@ -313,7 +389,7 @@ def decode_read_response(buf: bytes) -> list[RawSeries]:
                 length, pos = _read_varint(buf, pos, stop)
                 if pos + length > stop:
                     raise MalformedError("a series longer than its query result")
-                labels, stamps, values = _series(buf, arr, pos, pos + length)
+                labels, stamps, values = _series(buf, arr, words, pos, pos + length)
                 if stamps.size > 1 and not np.all(stamps[1:] > stamps[:-1]):
                     raise MalformedError("a series whose samples are not in time order")
                 out.append(RawSeries(labels, stamps, values))
@@ -330,7 +406,8 @@ def selector(matchers: Sequence[Matcher]) -> str:
     return "{" + ",".join(matcher.render() for matcher in matchers) + "}"
 
 
-def _decompress(client: Client, raw: bytes, about: str) -> bytes:
+def _decompress(client: Client, raw: bytes, about: str) -> tuple[np.ndarray, int]:
+    """The answer decompressed into an array _PAD bytes longer (for ``_decode``), and its length."""
     try:
         declared, _ = _read_varint(raw, 0, min(len(raw), 10))
     except MalformedError:
@@ -342,10 +419,14 @@ def _decompress(client: Client, raw: bytes, about: str) -> bytes:
             f"Prometheus at {client.base} answered {about} with {declared:,} bytes once decompressed, more than "
             f"the limit of {MAX_DECOMPRESSED_BYTES // (1024 * 1024)} MiB"
         )
+    out = np.zeros(declared + _PAD, dtype=np.uint8)
     try:
-        return bytes(cramjam.snappy.decompress_raw(raw))
+        written = int(cramjam.snappy.decompress_raw_into(raw, out.data))
     except Exception as exc:  # cramjam raises its own DecompressionError (and ValueError on some inputs)
         raise LiveError(f"{client.base} answered {about} with a body that is not snappy; is it a Prometheus?") from exc
+    if written != declared:
+        raise LiveError(f"{client.base} answered {about} with a snappy body shorter than it declares")
+    return out, written
 
 
 def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> list[RawSeries]:
@@ -353,7 +434,7 @@ def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_m
     body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms)))
     raw = client.request(f"{client.base}/api/v1/read", body, _HEADERS, about, MAX_REMOTE_READ_BYTES, plain_errors=True)
     try:
-        series = decode_read_response(_decompress(client, raw, about))
+        series = _decode(*_decompress(client, raw, about))
     except MalformedError as exc:
         raise LiveError(
             f"{client.base} answered {about} with a malformed ReadResponse ({exc}); is it a Prometheus?"

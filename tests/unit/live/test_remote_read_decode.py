@@ -51,6 +51,8 @@ def sample(stamp: int, value: float, order: str = "gogo") -> bytes:
         body = (value_part if value != 0 else b"") + (stamp_part if stamp != 0 else b"")
     elif order == "stamp-first":
         body = stamp_part + value_part
+    elif order == "extra":  # an unknown field 3 after the timestamp, which does not end the record then
+        body = (value_part if value != 0 else b"") + stamp_part + b"\x18\x01"
     else:
         body = value_part + stamp_part
     return field(2, body)
@@ -128,10 +130,12 @@ def test_a_zero_timestamp_and_negative_ones() -> None:
     expect(decode_read_response(response(series({"a": "b"}, samples))), [({"a": "b"}, samples)])
 
 
-@pytest.mark.parametrize("order", ["stamp-first", "always"])
+@pytest.mark.parametrize("order", ["stamp-first", "always", "extra"])
 def test_other_encoders_field_orders(order: str) -> None:
-    samples = [(NOW + i, float(i % 3)) for i in range(50)]
-    expect(decode_read_response(response(series({"x": "y"}, samples, order))), [({"x": "y"}, samples)])
+    mixed = [(NOW + i, float(i % 3)) for i in range(50)]
+    uniform = [(NOW + i, 1.0 + i) for i in range(50)]
+    both = response(series({"x": "y"}, mixed, order), series({"x": "z"}, uniform, order))
+    expect(decode_read_response(both), [({"x": "y"}, mixed), ({"x": "z"}, uniform)])
 
 
 @pytest.mark.parametrize(
