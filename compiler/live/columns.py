@@ -26,7 +26,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -126,6 +126,7 @@ class ColumnEvaluator:
         self.recorded = recorded if recorded is not None else {}
         self.times: Ints = grid.start_ms + np.arange(grid.n, dtype=np.int64) * grid.step_ms
         self._raw: dict[tuple[Matcher, ...], tuple[int, Sequence[RawLike]]] = {}
+        self._flats: dict[tuple[tuple[Matcher, ...], bool], tuple[Sequence[RawLike], _Flat]] = {}
         self.reach: dict[tuple[Matcher, ...], int] = {}  # how far before a step each raw selector is read
         self.errors: Bools = np.zeros(grid.n, dtype=bool)
         self.messages: dict[int, str] = {}
@@ -205,6 +206,17 @@ class ColumnEvaluator:
             self._raw[key] = held
         return held[1]
 
+    def _flat(self, node: pp.VectorSelector, reach_ms: int, fresh: bool) -> _Flat:
+        """The selector's series one after another in one array (without staleness markers when ``fresh``: a
+        range skips them), searched for every series and step at once."""
+        key = (self._matchers(node), fresh)
+        held = self._flats.get(key)
+        series = self.raw(node, reach_ms)
+        if held is None or held[0] is not series:
+            held = (series, _Flat.of(series, fresh))
+            self._flats[key] = held
+        return held[1]
+
     # -- expressions ----------------------------------------------------------------
 
     def eval(self, node: pp.Expr) -> Value:
@@ -254,24 +266,16 @@ class ColumnEvaluator:
         offset = _ms(node.offset)
         if self._is_recorded(node):
             return self._recorded_instant(node, offset)
+        flat = self._flat(node, LOOKBACK_MS + offset, fresh=False)
+        if not flat.labels:
+            return Columns.empty(n)
         refs = self.times - offset
-        labels, values, present = [], np.zeros((0, n)), np.zeros((0, n), dtype=bool)
-        rows_v, rows_p = [], []
-        for series in self.raw(node, LOOKBACK_MS + offset):
-            ts, vs = series.timestamps, series.values
-            if not len(ts):
-                continue
-            index = np.searchsorted(ts, refs, side="right") - 1
-            clipped = np.maximum(index, 0)
-            picked = vs[clipped]
-            ok = (index >= 0) & (ts[clipped] >= refs - LOOKBACK_MS) & ~is_stale(picked)
-            if ok.any():
-                labels.append(series.labels)
-                rows_v.append(picked)
-                rows_p.append(ok)
-        if rows_v:
-            values, present = np.vstack(rows_v), np.vstack(rows_p)
-        return Columns(labels, values, present)
+        index = flat.search(refs, "right") - 1
+        clipped = np.clip(index, 0, max(len(flat.ts) - 1, 0))
+        values = flat.vs[clipped]
+        present = (index >= flat.first[:, None]) & (flat.ts[clipped] >= refs - LOOKBACK_MS) & ~is_stale(values)
+        keep = np.asarray(present.any(axis=1), dtype=bool)
+        return Columns(_kept(flat.labels, keep), values[keep], present[keep])
 
     def _recorded_instant(self, node: pp.VectorSelector, offset: int) -> Columns:
         name, matchers = _selector_parts(node)
@@ -341,30 +345,26 @@ class ColumnEvaluator:
             high = (ends - self.grid.start_ms) // self.grid.step_ms
             return self._windows(name, held, held.values, held.present, low, np.minimum(high, self.grid.n - 1))
         width, offset = _ms(arg.range), _ms(selector.offset)
+        flat = self._flat(selector, width + offset, fresh=True)
+        if not flat.labels:
+            return Columns.empty(self.grid.n)
         ends = self.times - offset
         starts = ends - width
-        labels, rows_v, rows_p = [], [], []
-        for series in self.raw(selector, width + offset):
-            ts, vs = series.timestamps, series.values
-            fresh = ~is_stale(vs)
-            if not fresh.all():
-                ts, vs = ts[fresh], vs[fresh]
-            if not len(ts):
-                continue
-            low = np.searchsorted(ts, starts, side="left")
-            high = np.searchsorted(ts, ends, side="right") - 1
-            count = high - low + 1
-            if name in _RATES:
-                value, ok = _extrapolated_rate(ts, vs, low, high, count, starts, ends, width, name == "rate")
-            else:
-                value, ok = _over_time(name, vs, low, high, count)
-            if ok.any():
-                labels.append(series.labels if name == "last_over_time" else _drop_name(series.labels))
-                rows_v.append(value)
-                rows_p.append(ok)
-        if not rows_v:
-            return Columns.empty(self.grid.n)
-        return self._unique(Columns(labels, np.vstack(rows_v), np.vstack(rows_p)))
+        shape = (len(flat.labels), self.grid.n)
+        low = flat.search(starts, "left").ravel()
+        high = (flat.search(ends, "right") - 1).ravel()
+        count = high - low + 1
+        if name in _RATES:
+            every_start, every_end = np.tile(starts, shape[0]), np.tile(ends, shape[0])
+            value, ok = _extrapolated_rate(
+                flat.ts, flat.vs, low, high, count, every_start, every_end, width, name == "rate"
+            )
+        else:
+            value, ok = _over_time(name, flat.vs, low, high, count)
+        values, present = value.reshape(shape), ok.reshape(shape)
+        keep = np.asarray(present.any(axis=1), dtype=bool)
+        labels = [labels if name == "last_over_time" else _drop_name(labels) for labels in _kept(flat.labels, keep)]
+        return self._unique(Columns(labels, values[keep], present[keep]))
 
     def subquery_function(self, name: str, node: pp.SubqueryExpr) -> Columns:
         """``f(x[w:r])``: ``x`` (instant reads, evaluated on the grid) read at the multiples of ``r`` within the
@@ -696,6 +696,74 @@ class _ByKey:
 
 
 @dataclass(frozen=True)
+class _Flat:
+    """Series concatenated: ``ts``/``vs`` hold series ``i``'s samples at ``first[i]:stop[i]``, ascending in time;
+    ``keys`` orders them by series, then time, so one ``searchsorted`` finds every series' index at every step."""
+
+    labels: list[Labels]
+    ts: Ints
+    vs: Floats
+    first: Ints
+    stop: Ints
+    keys: Ints
+    base: int
+    span: int
+    shared: tuple[Ints, list[Ints]] | None = None  # series sharing their timestamps: each one's group, groups' times
+
+    @staticmethod
+    def of(series: Sequence[RawLike], fresh: bool) -> _Flat:
+        kept = []
+        for one in series:
+            ts, vs = one.timestamps, one.values
+            if fresh:
+                live = ~is_stale(vs)
+                if not live.all():
+                    ts, vs = ts[live], vs[live]
+            if len(ts):
+                kept.append((one.labels, ts, vs))
+        if not kept:
+            empty = np.zeros(0, dtype=np.int64)
+            return _Flat([], empty, np.zeros(0), empty, empty, empty, 0, 1)
+        sizes = np.array([len(ts) for _, ts, _ in kept], dtype=np.int64)
+        stop = np.cumsum(sizes)
+        ts_all = np.concatenate([ts for _, ts, _ in kept]).astype(np.int64)
+        base = int(ts_all.min()) - 10 * 86_400_000  # room for the reads before the first sample
+        span = int(ts_all.max()) - base + 20 * 86_400_000
+        ids = np.repeat(np.arange(len(kept), dtype=np.int64), sizes)
+        groups: dict[bytes, int] = {}
+        group_of = np.array([groups.setdefault(ts.tobytes(), len(groups)) for _, ts, _ in kept], dtype=np.int64)
+        shared = None
+        if len(groups) * 4 <= len(kept):  # a target's series are scraped together: searched once per target
+            first_of = {group: index for index, group in reversed(list(enumerate(group_of.tolist())))}
+            shared = (group_of, [kept[first_of[group]][1] for group in range(len(groups))])
+        return _Flat(
+            [labels for labels, _, _ in kept],
+            ts_all,
+            np.concatenate([vs for _, _, vs in kept]).astype(np.float64),
+            stop - sizes,
+            stop,
+            ids * span + (ts_all - base),
+            base,
+            span,
+            shared,
+        )
+
+    def search(self, times: Ints, side: Literal["left", "right"]) -> Ints:
+        """For every series (rows) and time (columns): the index in ``ts`` where ``times`` would go."""
+        if self.shared is not None:
+            group_of, stamps = self.shared
+            per_group = np.vstack([np.searchsorted(ts, times, side=side) for ts in stamps])
+            shared: Ints = self.first[:, None] + per_group[group_of]
+            return shared
+        wanted = (
+            np.arange(len(self.labels), dtype=np.int64)[:, None] * self.span
+            + (np.clip(times, self.base, self.base + self.span - 1) - self.base)[None, :]
+        )
+        found: Ints = np.searchsorted(self.keys, wanted, side=side)
+        return found
+
+
+@dataclass(frozen=True)
 class _Match:
     """One vector/vector operator's matching: its key, which side is "many", and how the result is labelled."""
 
@@ -736,6 +804,10 @@ class _Match:
     def metric(self, many: Labels, one: Labels) -> Labels:
         labels = _result_metric(many, one, self.op, self.one_to_one, self.on, self.match_labels, self.include)
         return _drop_name(labels) if self.return_bool else labels
+
+
+def _kept(labels: list[Labels], keep: Bools) -> list[Labels]:
+    return [one for one, kept in zip(labels, keep.tolist(), strict=True) if kept]
 
 
 def _merged(source: Columns, values: Floats, present: Bools) -> tuple[Columns, Floats, Bools]:

@@ -149,3 +149,24 @@ def test_histogram_quantile_interpolates_and_a_missing_bucket_is_skipped() -> No
 def test_a_shape_it_does_not_take_is_a_step_error_naming_it() -> None:
     with pytest.raises(StepError, match="topk"):
         run("topk(1, g)", raw("g", [1.0] * 20))
+
+
+def test_series_scraped_together_are_searched_once_with_the_same_answer() -> None:
+    """A target's series share their timestamps (searched once per target); the answer is the one-by-one one."""
+    from dataclasses import replace
+
+    from compiler.live.columns import _Flat
+
+    phases = [0, 7_000, 31_000]  # three targets scraped at their own offsets, six series each, one with a gap
+    series = []
+    for target, phase in enumerate(phases):
+        for index in range(6):
+            stamps = np.arange(40, dtype=np.int64) * MINUTE + phase
+            if target == 2 and index == 5:
+                stamps = np.delete(stamps, range(10, 20))
+            series.append(Raw({"__name__": "b", "t": str(target), "i": str(index)}, stamps, np.ones(len(stamps))))
+    flat = _Flat.of(series, fresh=True)
+    assert flat.shared is not None and len(flat.shared[1]) == 4
+    times = np.arange(-5, 50, dtype=np.int64) * 30_000
+    for side in ("left", "right"):
+        assert (flat.search(times, side) == replace(flat, shared=None).search(times, side)).all()
