@@ -476,12 +476,28 @@ class Backtest:
         evaluator on the recorded series; False when a recording rule failed."""
         recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
         columns = ColumnEvaluator(grid, self._counted_fetch, recorded)
-        written: set[str] = set()
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
         try:
             columns.plan(rule.expr for rule in rules)
+            columns.prefetch(pool)
+            return self._replay_columns(spec, rules, grid, fed, machines, columns)
         except (StepError, QueryError) as exc:
             self.result.problems.append(f"{spec.slo.name}: {exc}")
             return False
+        finally:
+            pool.shutdown(cancel_futures=True)
+            self._count_requests()
+
+    def _replay_columns(
+        self,
+        spec: SpecPlan,
+        rules: Sequence[Rule],
+        grid: Grid,
+        fed: int,
+        machines: dict[int, AlertMachine],
+        columns: ColumnEvaluator,
+    ) -> bool:
+        recorded, written = columns.recorded, set[str]()
         store: Store | None = None
         for place, rule in enumerate(rules):
             try:

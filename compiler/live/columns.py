@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal, Protocol
@@ -126,6 +127,7 @@ class ColumnEvaluator:
         self.recorded = recorded if recorded is not None else {}
         self.times: Ints = grid.start_ms + np.arange(grid.n, dtype=np.int64) * grid.step_ms
         self._raw: dict[tuple[Matcher, ...], tuple[int, Sequence[RawLike]]] = {}
+        self._asked: dict[tuple[Matcher, ...], tuple[int, Future[Sequence[RawLike]]]] = {}
         self._flats: dict[tuple[tuple[Matcher, ...], bool], tuple[Sequence[RawLike], _Flat]] = {}
         self.reach: dict[tuple[Matcher, ...], int] = {}  # how far before a step each raw selector is read
         self.errors: Bools = np.zeros(grid.n, dtype=bool)
@@ -193,14 +195,27 @@ class ColumnEvaluator:
         named = (Matcher(_NAME, "=", name),) if name is not None else ()
         return tuple(sorted(set(named + tuple(matchers)), key=lambda m: (m.name, m.op, m.value)))
 
+    def prefetch(self, pool: Executor) -> None:
+        """Ask for every planned raw selector at once, ``pool`` at a time: the server reads the next ones while
+        this process evaluates (called after ``plan``)."""
+        for key, reach in self.reach.items():
+            if key not in self._raw and key not in self._asked:
+                self._asked[key] = (reach, pool.submit(self.fetch, key, *self._span(reach)))
+
+    def _span(self, reach: int) -> tuple[int, int]:
+        return (int(self.times[0]) - reach, int(self.times[-1])) if self.grid.n else (0, 0)
+
     def raw(self, node: pp.VectorSelector, reach_ms: int) -> Sequence[RawLike]:
         key = self._matchers(node)
         reach = max(self.reach.get(key, 0), reach_ms)
+        if key in self._asked:
+            asked_reach, future = self._asked.pop(key)
+            found = future.result()
+            self.samples_fetched += sum(len(series.timestamps) for series in found)
+            self._raw[key] = (asked_reach, found)
         held = self._raw.get(key)
         if held is None or held[0] < reach:
-            found = self.fetch(
-                key, int(self.times[0]) - reach if self.grid.n else 0, int(self.times[-1]) if self.grid.n else 0
-            )
+            found = self.fetch(key, *self._span(reach))
             self.samples_fetched += sum(len(series.timestamps) for series in found)
             held = (reach, found)
             self._raw[key] = held
