@@ -1,6 +1,6 @@
 """``slo-compiler backtest`` over history only, the way a team runs it before a merge: a Prometheus
 that holds backfilled data and none of the spec's rules, the range given with ``--from/--to``.
-The rule group runs every second over three hours, so the replay needs several range queries
+The rule group runs every second over three hours, so the server engine's replay needs several range queries
 (10,000 steps and 2,000,000 points each at most) and its state crosses their boundaries: each alert
 must fire and resolve exactly when Prometheus 2.42's rules would (``for`` 5m, ``keep_firing_for``
 5m, a page without ``for``), once. About 10 s."""
@@ -38,10 +38,15 @@ def test_a_replay_over_history_crosses_query_chunks_and_fires_on_time(
     blocks = servers.backfill("\n".join(lines) + "\n# EOF\n", tmp_path)
     tree = live_data.write_tree(tmp_path / "specs", SPEC, PROJECT)
     with servers.prometheus(tmp_path, [], None, blocks) as prom:
-        span = ["--from", str(start), "--to", str(end)]
-        code = main(["backtest", "--prometheus", prom.url, "--specs", str(tree), *span, "--format", "json"])
-    report = json.loads(capsys.readouterr().out)
+        span = ["--from", str(start), "--to", str(end), "--format", "json"]
+        code = main(["backtest", "--prometheus", prom.url, "--specs", str(tree), *span, "--engine", "server"])
+        report = json.loads(capsys.readouterr().out)
+        assert main(["backtest", "--prometheus", prom.url, "--specs", str(tree), *span]) == 0
+        local = json.loads(capsys.readouterr().out)
     assert code == 0, report["problems"]
+    # the local engine (the default) fires the same, in fewer requests: the raw series read once
+    assert local["intervals"] == report["intervals"] and local["problems"] == []
+    assert local["queries"] < report["queries"]
     # buildinfo; the raw rule's width counted at the first and the last step (its budget allows a wide
     # rule: 2 series, so it is held); then the rule in two chunks: the first sized from the spec's
     # series budget (2,000 series x 1,000 steps = the 2,000,000-point cap), the rest (9,801 steps)
