@@ -167,3 +167,15 @@ def test_a_query_the_server_gave_up_on_in_time_is_asked_again_smaller() -> None:
         QueryError(base + "422: query processing would load too many samples into memory in query execution")
     )
     assert not too_large(QueryError(base + "422: found duplicate series for the match group"))
+
+
+def test_the_local_engine_refuses_more_series_than_the_budget(
+    setup: tuple[Model, dict[str, bytes], Path, int], servers: dict[str, str]
+) -> None:
+    """A selector reading more series than the spec's series_budget is the spec's problem, not a replay of them."""
+    model, files, _, end = setup
+    backtest = Backtest(Client(Access(servers["default"], timeout_s=60)), (end - DAY_S) * 1000, end * 1000, None)
+    spec = next(spec for spec in plan(model) if spec.slo.name == "queue-depth")
+    backtest.run_spec(spec, files[rules_path(spec.slo)], model.project.evaluation_interval_ms, series_limit=1)
+    assert any("more than the spec's series_budget of 1" in problem for problem in backtest.result.problems)
+    assert any(problem.startswith("queue-depth: not replayed past") for problem in backtest.result.problems)
