@@ -43,6 +43,7 @@ Bools = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
 STALE_NAN_BITS = 0x7FF0000000000002  # Prometheus's staleness marker (value.StaleNaN)
 _NAME = "__name__"
+BLOCK_CELLS = 2_000_000  # series x steps computed at once in a raw read: its temporaries stay within ~50 MB each
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "atan2"})
 _COMPARISON = frozenset({"==", "!=", ">", "<", ">=", "<="})
 _SETS = frozenset({"and", "or", "unless"})
@@ -285,10 +286,16 @@ class ColumnEvaluator:
         if not flat.labels:
             return Columns.empty(n)
         refs = self.times - offset
-        index = flat.search(refs, "right") - 1
-        clipped = np.clip(index, 0, max(len(flat.ts) - 1, 0))
-        values = flat.vs[clipped]
-        present = (index >= flat.first[:, None]) & (flat.ts[clipped] >= refs - LOOKBACK_MS) & ~is_stale(values)
+        rows = len(flat.labels)
+        values, present = np.zeros((rows, n)), np.zeros((rows, n), dtype=bool)
+        block = max(1, BLOCK_CELLS // max(n, 1))
+        for first in range(0, rows, block):
+            part = slice(first, min(rows, first + block))
+            index = flat.search(refs, "right", part) - 1
+            clipped = np.clip(index, 0, max(len(flat.ts) - 1, 0))
+            picked = flat.vs[clipped]
+            here = (index >= flat.first[part, None]) & (flat.ts[clipped] >= refs - LOOKBACK_MS) & ~is_stale(picked)
+            values[part], present[part] = picked, here
         keep = np.asarray(present.any(axis=1), dtype=bool)
         return Columns(_kept(flat.labels, keep), values[keep], present[keep])
 
@@ -365,18 +372,21 @@ class ColumnEvaluator:
             return Columns.empty(self.grid.n)
         ends = self.times - offset
         starts = ends - width
-        shape = (len(flat.labels), self.grid.n)
-        low = flat.search(starts, "left").ravel()
-        high = (flat.search(ends, "right") - 1).ravel()
-        count = high - low + 1
-        if name in _RATES:
-            every_start, every_end = np.tile(starts, shape[0]), np.tile(ends, shape[0])
-            value, ok = _extrapolated_rate(
-                flat.ts, flat.vs, low, high, count, every_start, every_end, width, name == "rate"
-            )
-        else:
-            value, ok = _over_time(name, flat.vs, low, high, count)
-        values, present = value.reshape(shape), ok.reshape(shape)
+        rows, n = len(flat.labels), self.grid.n
+        values, present = np.zeros((rows, n)), np.zeros((rows, n), dtype=bool)
+        block = max(1, BLOCK_CELLS // max(n, 1))  # rows at a time: the temporaries stay small
+        for first in range(0, rows, block):
+            part = slice(first, min(rows, first + block))
+            low = flat.search(starts, "left", part).ravel()
+            high = (flat.search(ends, "right", part) - 1).ravel()
+            count = high - low + 1
+            if name in _RATES:
+                height = part.stop - part.start
+                bounds = np.tile(starts, height), np.tile(ends, height)
+                value, ok = _extrapolated_rate(flat.ts, flat.vs, low, high, count, *bounds, width, name == "rate")
+            else:
+                value, ok = _over_time(name, flat.vs, low, high, count)
+            values[part], present[part] = value.reshape(-1, n), ok.reshape(-1, n)
         keep = np.asarray(present.any(axis=1), dtype=bool)
         labels = [labels if name == "last_over_time" else _drop_name(labels) for labels in _kept(flat.labels, keep)]
         return self._unique(Columns(labels, values[keep], present[keep]))
@@ -763,15 +773,19 @@ class _Flat:
             shared,
         )
 
-    def search(self, times: Ints, side: Literal["left", "right"]) -> Ints:
-        """For every series (rows) and time (columns): the index in ``ts`` where ``times`` would go."""
+    def search(self, times: Ints, side: Literal["left", "right"], rows: slice | None = None) -> Ints:
+        """For every series (rows, all or a block of them) and time (columns): the index in ``ts`` where ``times``
+        would go."""
+        rows = rows if rows is not None else slice(0, len(self.labels))
         if self.shared is not None:
             group_of, stamps = self.shared
-            per_group = np.vstack([np.searchsorted(ts, times, side=side) for ts in stamps])
-            shared: Ints = self.first[:, None] + per_group[group_of]
+            per_group = np.zeros((len(stamps), len(times)), dtype=np.int64)
+            for group in np.unique(group_of[rows]).tolist():
+                per_group[group] = np.searchsorted(stamps[group], times, side=side)
+            shared: Ints = self.first[rows, None] + per_group[group_of[rows]]
             return shared
         wanted = (
-            np.arange(len(self.labels), dtype=np.int64)[:, None] * self.span
+            np.arange(rows.start, rows.stop, dtype=np.int64)[:, None] * self.span
             + (np.clip(times, self.base, self.base + self.span - 1) - self.base)[None, :]
         )
         found: Ints = np.searchsorted(self.keys, wanted, side=side)

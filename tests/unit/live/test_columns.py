@@ -170,3 +170,15 @@ def test_series_scraped_together_are_searched_once_with_the_same_answer() -> Non
     times = np.arange(-5, 50, dtype=np.int64) * 30_000
     for side in ("left", "right"):
         assert (flat.search(times, side) == replace(flat, shared=None).search(times, side)).all()
+
+
+@pytest.mark.parametrize("expr", ["rate(c[5m])", "max_over_time(c[3m])", "c"])
+def test_a_wide_read_in_blocks_of_series_gives_the_whole(expr: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    series = [raw("c", [float(m * (i + 1) % 17) for m in range(40)], i=str(i)) for i in range(30)]
+    whole, _ = run(expr, *series, start=10, steps=25)
+    monkeypatch.setattr("compiler.live.columns.BLOCK_CELLS", 60)  # 2 series a block
+    blocks, _ = run(expr, *series, start=10, steps=25)
+    assert blocks.labels == whole.labels
+    assert (blocks.present == whole.present).all() and (
+        blocks.values[blocks.present] == whole.values[whole.present]
+    ).all()
