@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import promql_parser as pp
 
 from compiler.live import CONCURRENCY
@@ -372,6 +373,9 @@ class Backtest:
         self.result.inlined_rules += len(dropped)
         held = {rule.name for rule in rules if rule.kind == "record"} - dropped
         self.result.alerts += [(spec.slo.name, alert) for alert in spec.alerts]
+        if local:
+            self._run_local(spec, rules, full, warm, width)
+            return
         served = self.coverage(spec.slo, full).server
         no_data = {alert.name for alert in spec.alerts if alert.kind in NO_DATA_KINDS}
         # one machine per alerting rule (burn pairs share their alert's name), by the rule's place in the group;
@@ -462,25 +466,52 @@ class Backtest:
                 episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
         return True
 
+    def _run_local(self, spec: SpecPlan, rules: Sequence[Rule], full: Grid, warm: int, width: int | None) -> None:
+        """The local engine over the whole grid, segment after segment. The history the spec's data covers is
+        measured from the raw series read for the rules (no query of its own: at 7,500 nodes that query cost
+        the server more than the replay), so the no-data alerts, judged only where there was data, are fed
+        once every segment is done."""
+        no_data = {alert.name for alert in spec.alerts if alert.kind in NO_DATA_KINDS}
+        machines = {
+            index: AlertMachine(spec.slo.name, rule) for index, rule in enumerate(rules) if rule.kind == "alert"
+        }
+        watch = _Watch(full, data_query(spec.slo, full.step_ms), {i for i, r in enumerate(rules) if r.name in no_data})
+        cut = segments(full, _overlap_steps(warm, full.step_ms), width or 1, self.segment_cells)
+        for grid, fed in cut:
+            self.result.segments += 1
+            if not self.replay_local(spec, rules, grid, fed, machines, watch):
+                break
+        served = self.coverage(spec.slo, full, watch.times()).server
+        for index in sorted(watch.deferred):
+            machine = machines[index]
+            machine.judged = served
+            for ts, vector in watch.held.get(index, []):
+                machine.feed(ts, vector)
+            for episode in machine.done:
+                episode.condition_ms = watch.no_data_start(spec, episode)
+        for machine in machines.values():
+            self.result.intervals += [i for i in machine.done if (i.resolved_ms or self.end_ms + 1) > self.start_ms]
+
     def replay_local(
         self,
         spec: SpecPlan,
         rules: Sequence[Rule],
-        held: set[str],
         grid: Grid,
         fed: int,
         machines: dict[int, AlertMachine],
+        watch: _Watch,
     ) -> bool:
         """Every rule of the group evaluated here over one segment's grid, in the group's order: the raw series
         fetched once each (``fetch``), a rule the columnar engine does not take evaluated by the step
         evaluator on the recorded series; False when a recording rule failed."""
         recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
-        columns = ColumnEvaluator(grid, self._counted_fetch, recorded)
+        columns = ColumnEvaluator(grid, self.fetch, recorded)
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
         try:
-            columns.plan(rule.expr for rule in rules)
+            columns.plan([rule.expr for rule in rules] + ([watch.expr] if watch.expr else []))
             columns.prefetch(pool)
-            return self._replay_columns(spec, rules, grid, fed, machines, columns)
+            watch.mark(columns, grid, fed)
+            return self._replay_columns(spec, rules, grid, fed, machines, columns, watch)
         except (StepError, QueryError) as exc:
             self.result.problems.append(f"{spec.slo.name}: {exc}")
             return False
@@ -496,6 +527,7 @@ class Backtest:
         fed: int,
         machines: dict[int, AlertMachine],
         columns: ColumnEvaluator,
+        watch: _Watch,
     ) -> bool:
         recorded, written = columns.recorded, set[str]()
         store: Store | None = None
@@ -514,6 +546,11 @@ class Backtest:
             machine = machines[place]
             known = len(machine.done)
             steps = found.vectors()
+            if place in watch.deferred:  # judged once the history is known, after the last segment
+                if store is None:
+                    store = _store_of(grid, recorded, _signal_names(spec.slo))
+                watch.hold(place, grid, fed, steps, _signal(spec.slo, store))
+                continue
             for index in range(fed, grid.n):
                 machine.feed(grid.time(index), steps[index])
             if len(machine.done) > known:
@@ -529,7 +566,7 @@ class Backtest:
         """The recorded series ``names`` over ``grid``, by the local engine (the rules up to the last that
         records one of them, each raw series fetched as the replay fetches it)."""
         recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
-        columns = ColumnEvaluator(grid, self._counted_fetch, recorded)
+        columns = ColumnEvaluator(grid, self.fetch, recorded)
         columns.plan(rule.expr for rule in rules)
         written: set[str] = set()
         last = max((place for place, rule in enumerate(rules) if rule.name in names), default=-1)
@@ -543,6 +580,8 @@ class Backtest:
         """One rule over the grid: columnar, else (a shape it does not take) by the step evaluator."""
         try:
             found = columns.run(rule.expr)
+            if _names(rule.expr) - set(columns.recorded):  # a raw-reading rule: its series within the budget
+                self._within_budget(len({frozenset(labels.items()) for labels in found.labels}))
             failed = columns.first_error()
             if failed is not None:
                 count = int(columns.errors.sum())
@@ -557,17 +596,6 @@ class Backtest:
         store = _store_of(grid, columns.recorded, reads)
         steps = self._in_memory(rule, rule.expr, spec.slo, store)
         return _columns_of(steps, grid.n)
-
-    def _counted_fetch(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
-        """``fetch``, refusing more series than the spec's budget (a selector reading more than it expects)."""
-        found = self.fetch(matchers, start_ms, end_ms)
-        if self.series_limit is not None and len(found) > self.series_limit:
-            raise StepError(
-                f"a selector returned {len(found)} series, more than the spec's series_budget of "
-                f"{self.series_limit}: it reads more than the spec expects (preflight shows which); "
-                "the spec was not replayed"
-            )
-        return found
 
     def _remote_read(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
         """The selected series' samples with the labels the server's rules see. Remote read adds the server's
@@ -636,18 +664,19 @@ class Backtest:
         self._count_requests()
         return widest
 
-    def coverage(self, slo: SLO, grid: Grid) -> Coverage:
+    def coverage(self, slo: SLO, grid: Grid, times: list[int] | None = None) -> Coverage:
         """When the server holds the spec's raw series over the replay's grid (warm-up included), at the
         group's interval, and when it holds anything at all: the spec's series or ``up`` (every scrape
         writes it), read every 5m; a server without ``up`` (backfilled, or fed by remote write only) is
         taken to hold data from the spec's first sample to the end (it answers now: only its start is
         known). A measurement the server refuses is a problem, and the whole replay then counts as
-        covered (nothing is clipped)."""
+        covered (nothing is clipped). ``times``: the grid's times with data, when already measured."""
         last = grid.time(grid.n - 1) if grid.n else self.end_ms
         whole: tuple[Span, ...] = ((grid.start_ms, max(last, self.end_ms)),)
         expr = data_query(slo, grid.step_ms)
         try:
-            times = self.times_with_data(expr, grid) if expr is not None else []
+            if times is None:
+                times = self.times_with_data(expr, grid) if expr is not None else []
             data = whole if expr is None else spans_of(times, grid.step_ms, last, self.end_ms)
             scraped = self.server_spans(grid.start_ms, last)
             server = union(data, scraped) if scraped else tuple((lo, whole[0][1]) for lo, _ in data[:1])
@@ -979,3 +1008,53 @@ def record(recorded: dict[str, Columns], written: set[str], rule: Rule, found: C
         values, present = np.vstack([before.values, values]), np.vstack([before.present, present])
     written.add(rule.name)
     recorded[rule.name] = Columns(labels, values, present)
+
+
+@dataclass
+class _Watch:
+    """What the local engine keeps across segments for the coverage and the no-data alerts: the grid's steps
+    at which the spec's raw series had a sample (``expr``: the coverage query, evaluated here), the no-data
+    alerts' results per step, and whether the spec had a value at each step."""
+
+    full: Grid
+    expr: str | None
+    deferred: set[int]
+    marks: npt.NDArray[np.bool_] = field(init=False)
+    valued: npt.NDArray[np.bool_] = field(init=False)
+    held: dict[int, list[tuple[int, Vector]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.marks = np.zeros(self.full.n, dtype=bool)
+        self.valued = np.zeros(self.full.n, dtype=bool)
+
+    def _offset(self, grid: Grid) -> int:
+        return (grid.start_ms - self.full.start_ms) // self.full.step_ms
+
+    def mark(self, columns: ColumnEvaluator, grid: Grid, fed: int) -> None:
+        if self.expr is None or not grid.n:
+            return
+        found = columns.run(self.expr)
+        there = np.asarray(found.present.any(axis=0), dtype=bool) if found.labels else np.zeros(grid.n, dtype=bool)
+        offset = self._offset(grid)
+        self.marks[offset + fed : offset + grid.n] |= there[fed:]
+
+    def times(self) -> list[int]:
+        return [self.full.time(index) for index in np.nonzero(self.marks)[0].tolist()]
+
+    def hold(
+        self, place: int, grid: Grid, fed: int, steps: list[Vector], signal: dict[Any, list[float | None]]
+    ) -> None:
+        self.held.setdefault(place, []).extend((grid.time(index), steps[index]) for index in range(fed, grid.n))
+        offset = self._offset(grid)
+        for index in range(fed, grid.n):
+            self.valued[offset + index] = any(values[index] is not None for values in signal.values())
+
+    def no_data_start(self, spec: SpecPlan, found: Interval) -> int | None:
+        """When the spec last had no value before a no-data alert became pending (``condition_start``'s walk)."""
+        alert = next((a for a in spec.alerts if a.name == found.alert and _labels_match(a, found.labels)), None)
+        index = self.full.at_or_before(found.active_ms)
+        if alert is None or alert.kind != "no_data" or not 0 <= index < self.full.n or self.valued[index]:
+            return None
+        while index > 0 and not self.valued[index - 1]:
+            index -= 1
+        return self.full.time(index)
