@@ -187,7 +187,7 @@ def _children_cpu() -> float:
 
 def _server_pid(blocks: Path) -> int:
     """The Prometheus serving ``blocks`` (tests.servers starts it), to read its peak RSS."""
-    found = subprocess.run(["pgrep", "-f", "--", f"storage.tsdb.path={blocks}"], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-n", "-f", "--", f"storage.tsdb.path={blocks}"], capture_output=True, text=True)
     return int(found.stdout.split()[0])
 
 

@@ -67,6 +67,7 @@ from compiler.promql import Matcher, _children, _iter_nodes, lookback_ms, parse_
 from compiler.promql.evaluate import _set_op, _signature
 from compiler.text.yamlin import load_own
 
+Signal = dict[tuple[tuple[str, str], ...], list[float | None]]  # the spec's value per slice and step
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
 # Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
 SEGMENT_CELLS = 30_000_000
@@ -531,6 +532,7 @@ class Backtest:
     ) -> bool:
         recorded, written = columns.recorded, set[str]()
         store: Store | None = None
+        signal: Signal = {}
         for place, rule in enumerate(rules):
             try:
                 found = self._local_rule(spec, rule, columns, grid)
@@ -549,16 +551,18 @@ class Backtest:
             if place in watch.deferred:  # judged once the history is known, after the last segment
                 if store is None:
                     store = _store_of(grid, recorded, _signal_names(spec.slo))
-                watch.hold(place, grid, fed, steps, _signal(spec.slo, store))
+                    signal = _signal(spec.slo, store)
+                watch.hold(place, grid, fed, steps, signal)
                 continue
             for index in range(fed, grid.n):
                 machine.feed(grid.time(index), steps[index])
             if len(machine.done) > known:
                 if store is None:  # the spec's value, as the step evaluator's store: built once a segment
                     store = _store_of(grid, recorded, _signal_names(spec.slo))
+                    signal = _signal(spec.slo, store)
                 signal_held = _signal_names(spec.slo) <= set(recorded)
                 for episode in machine.done[known:]:
-                    episode.condition_ms = condition_start(spec, episode, store) if signal_held else None
+                    episode.condition_ms = condition_start(spec, episode, store, signal) if signal_held else None
         self._count_requests()
         return True
 
@@ -941,14 +945,19 @@ def _beyond(spec: SpecPlan, alert: AlertSpec, value: float | None) -> bool:
     return band.minimum is not None and value < band.minimum
 
 
-def condition_start(spec: SpecPlan, found: Interval, store: Store) -> int | None:
+def condition_start(
+    spec: SpecPlan,
+    found: Interval,
+    store: Store,
+    signal: dict[tuple[tuple[str, str], ...], list[float | None]] | None = None,
+) -> int | None:
     """When the condition behind a firing began: the first step of the run of steps before it became
     pending in which the spec's 5m value was already beyond this alert's threshold."""
     alert = next((a for a in spec.alerts if a.name == found.alert and _labels_match(a, found.labels)), None)
     if alert is None:
         return None
     key = tuple((label, found.labels.get(label, "")) for label in spec.slo.slice.by)
-    signal = _signal(spec.slo, store)
+    signal = _signal(spec.slo, store) if signal is None else signal
     values = signal.get(key)
     grid = store.grid
     index = grid.at_or_before(found.active_ms)

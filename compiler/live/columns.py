@@ -896,6 +896,9 @@ def _fold(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tu
     """Each group's aggregation at every step, folding its rows in their order as Prometheus 2.42 does: the
     k-th rows of all groups at once, k from the first."""
     n = values.shape[1]
+    sizes = np.bincount(ids, minlength=groups)
+    if op in ("count", "group", "max", "min") or (op == "sum" and len(sizes) and int(sizes.max()) > 64):
+        return _fold_wide(op, ids, groups, values, present)
     order = np.argsort(ids, kind="stable")
     sorted_ids = ids[order]
     starts = np.searchsorted(sorted_ids, np.arange(groups))
@@ -929,6 +932,32 @@ def _fold(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tu
     elif op == "group":
         acc = np.ones((groups, n))
     return acc, seen
+
+
+def _fold_wide(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tuple[Floats, Bools]:
+    """``_fold`` for the aggregations whose order does not matter (count; max and min, which keep the largest
+    or smallest value that is not NaN, NaN only when all are) and for ``sum`` over large groups, added in row
+    order by a running sum (``cumsum`` adds one row after another, as Prometheus does; an absent row adds 0)."""
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.searchsorted(sorted_ids, np.arange(groups))
+    here = present[order]
+    seen = np.logical_or.reduceat(here, starts, axis=0) if len(order) else np.zeros((groups, values.shape[1]), bool)
+    with np.errstate(all="ignore"):
+        if op == "count":
+            acc = np.add.reduceat(here.astype(np.float64), starts, axis=0)
+        elif op == "group":
+            acc = np.ones((groups, values.shape[1]))
+        elif op in ("max", "min"):
+            masked = np.where(here, values[order], np.nan)
+            acc = (np.fmax if op == "max" else np.fmin).reduceat(masked, starts, axis=0)
+        else:
+            masked = np.where(here, values[order], 0.0)
+            stops = np.append(starts[1:], len(order))
+            acc = np.vstack(
+                [np.cumsum(masked[a:b], axis=0)[-1] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+            )
+    return acc, np.asarray(seen, dtype=bool)
 
 
 def _extrapolated_rate(

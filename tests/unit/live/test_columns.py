@@ -182,3 +182,22 @@ def test_a_wide_read_in_blocks_of_series_gives_the_whole(expr: str, monkeypatch:
     assert (blocks.present == whole.present).all() and (
         blocks.values[blocks.present] == whole.values[whole.present]
     ).all()
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "min", "count"])
+def test_a_large_group_folds_as_prometheus_adds_one_series_after_another(op: str) -> None:
+    """Over 64 series a group is folded by a running sum (``sum``) or a reduction (order-free ``max``, ``min``,
+    ``count``): the same values as adding the series one after another, as Prometheus 2.42 does."""
+    values = [0.1 * (i % 7) + 1 / (i + 3) if i % 11 or op == "sum" else math.nan for i in range(100)]
+    series = [raw("g", [v] * 20, node=f"n{i:03}") for i, v in enumerate(values)]
+    found, _ = run(f"{op} by () (g)", *series, steps=1)
+    present = [v for v in values]
+    total = 0.0
+    for index, value in enumerate(present):
+        total = value if index == 0 else total + value
+    finite = [v for v in present if not math.isnan(v)]
+    expected = {"sum": total, "max": max(finite), "min": min(finite), "count": float(len(present))}[op]
+    (got,) = [value for _, value in found.vectors()[0]]
+    assert got == expected or (math.isnan(got) and math.isnan(expected))
+    if op == "sum":
+        assert float(np.sum(values)) != expected  # numpy's pairwise sum rounds differently: the order is tested
