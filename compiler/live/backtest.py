@@ -1,5 +1,12 @@
 """Backtest: replay a spec's compiled rules over the history a Prometheus holds.
 
+Two engines. The local one (the default) reads each raw series' samples once through remote read
+(``remote_read``; the server's external labels taken off, as its rules never see them) and
+evaluates every rule of the group here, over a whole segment at once (``columns``), measuring the
+history the spec's data covers from those same samples; a spec too wide for it (``local_cells``)
+goes to the server engine. The server engine is described below: its raw-reading rules are the
+server's range queries.
+
 The rules are the rendered rule files (the only target output live reads). Per rule group, at
 the group's interval on timestamps aligned to it: the recording rules that read raw series are
 range queries on the server (their samples are exactly what the rule would have recorded, a
