@@ -591,19 +591,22 @@ class Backtest:
         """One rule over the grid: columnar, else (a shape it does not take) by the step evaluator."""
         try:
             found = columns.run(rule.expr)
+        except StepError:
+            reads = _names(rule.expr) & set(columns.recorded)
+            if _names(rule.expr) - reads:
+                raise
+        else:
             if _names(rule.expr) - set(columns.recorded):  # a raw-reading rule: its series within the budget
                 self._within_budget(len({frozenset(labels.items()) for labels in found.labels}))
             failed = columns.first_error()
+            if failed is not None and rule.kind == "record":  # as the server engine: no replay past the hole
+                raise StepError(failed[1])
             if failed is not None:
                 count = int(columns.errors.sum())
                 self.result.problems.append(
                     f"{spec.slo.name}: rule {rule.name} failed at {count} evaluation(s), first: {failed[1]}"
                 )
             return found
-        except StepError:
-            reads = _names(rule.expr) & set(columns.recorded)
-            if _names(rule.expr) - reads:
-                raise
         store = _store_of(grid, columns.recorded, reads)
         steps = self._in_memory(rule, rule.expr, spec.slo, store)
         return _columns_of(steps, grid.n)
