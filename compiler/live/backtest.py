@@ -554,15 +554,13 @@ class Backtest:
                 continue
             machine = machines[place]
             known = len(machine.done)
-            steps = found.vectors()
             if place in watch.deferred:  # judged once the history is known, after the last segment
                 if store is None:
                     store = _store_of(grid, recorded, _signal_names(spec.slo))
                     signal = _signal(spec.slo, store)
-                watch.hold(place, grid, fed, steps, signal)
+                watch.hold(place, grid, fed, found.vectors(), signal)
                 continue
-            for index in range(fed, grid.n):
-                machine.feed(grid.time(index), steps[index])
+            machine.feed_columns(columns.times, found, fed)
             if len(machine.done) > known:
                 if store is None:  # the spec's value, as the step evaluator's store: built once a segment
                     store = _store_of(grid, recorded, _signal_names(spec.slo))
@@ -875,6 +873,50 @@ class AlertMachine:
                 alert.interval.no_data = self.judged is not None
                 self.done.append(alert.interval)
 
+    def feed_columns(self, times: npt.NDArray[np.int64], found: Columns, start: int) -> None:
+        """``feed`` at every step from ``start`` on, one pass per series instead of one per step: each run of
+        steps a series is present in is one pending alert, firing once ``for`` has passed, resolved at the
+        first step without it. The per-step machine takes what this does not (a no-data alert's judged spans,
+        ``keep_firing_for``, two rows giving one alert's labels)."""
+        rule = self.rule
+        present = found.present[:, start:]
+        rows = np.flatnonzero(present.any(axis=1)).tolist()
+        labels = [self._alert_labels(found.labels[row]) for row in rows]
+        keys = [frozenset(item.items()) for item in labels]
+        if self.judged is not None or rule.keep_firing_for_ms > 0 or len(set(keys)) < len(keys):
+            steps = found.vectors()
+            for index in range(start, len(times)):
+                self.feed(int(times[index]), steps[index])
+            return
+        stamps = times[start:].tolist()
+        carried = {key: alert for key, alert in self.active.items() if alert.state != "inactive"}
+        self.active = {}
+        first_present = {keys[place] for place, row in enumerate(rows) if present[row, 0]}
+        for key, alert in carried.items():  # gone at the first step: resolved (firing) or dropped (pending)
+            if key not in first_present and alert.interval is not None and alert.state == "firing":
+                alert.interval.resolved_ms = stamps[0]
+        runs = _runs(present[rows]) if rows else []
+        fired: list[tuple[int, int, Interval]] = []
+        for place, begin, end in runs:
+            key = keys[place]
+            kept = carried.get(key) if begin == 0 else None
+            alert = kept if kept is not None else _Alert(labels[place], stamps[begin])
+            if alert.state == "pending":
+                at = max(begin, int(np.searchsorted(times[start:], alert.active_ms + rule.for_ms)))
+                if at <= end:
+                    alert.state = "firing"
+                    alert.interval = Interval(self.spec, rule.name, alert.labels, alert.active_ms, stamps[at])
+                    fired.append((stamps[at], rows[place], alert.interval))
+            if end + 1 < len(stamps):
+                if alert.state == "firing" and alert.interval is not None:
+                    alert.interval.resolved_ms = stamps[end + 1]
+            else:
+                self.active[key] = alert
+        self.done += [interval for _, _, interval in sorted(fired, key=lambda item: item[:2])]
+
+    def _alert_labels(self, labels: Labels) -> dict[str, str]:
+        return {k: v for k, v in labels.items() if k != "__name__"} | self.rule.labels | {"alertname": self.rule.name}
+
 
 def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> list[Interval]:
     """Prometheus 2.42's alerting-rule state machine over the rule's results at each step."""
@@ -882,6 +924,16 @@ def alert_intervals(spec: str, rule: Rule, grid: Grid, steps: list[Vector]) -> l
     for index, vector in enumerate(steps):
         machine.feed(grid.time(index), vector)
     return machine.done
+
+
+def _runs(present: npt.NDArray[np.bool_]) -> list[tuple[int, int, int]]:
+    """Each run of consecutive present steps, row by row: (row, first step, last step)."""
+    padded = np.zeros((present.shape[0], present.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = present
+    edges = np.diff(padded, axis=1)
+    rows, begins = np.nonzero(edges == 1)
+    _, ends = np.nonzero(edges == -1)  # row-major, as the begins: the n-th end closes the n-th run
+    return list(zip(rows.tolist(), begins.tolist(), (ends - 1).tolist(), strict=True))
 
 
 def _still_active(
