@@ -737,34 +737,40 @@ class _Flat:
 
     @staticmethod
     def of(series: Sequence[RawLike], fresh: bool) -> _Flat:
-        kept = []
-        for one in series:
-            ts, vs = one.timestamps, one.values
-            if fresh:
-                live = ~is_stale(vs)
-                if not live.all():
-                    ts, vs = ts[live], vs[live]
-            if len(ts):
-                kept.append((one.labels, ts, vs))
-        if not kept:
+        """``series`` concatenated (without their staleness markers when ``fresh``), the empty ones left out: one
+        pass over all samples, not one per series (a per-node selector holds hundreds of thousands)."""
+        counts = np.array([len(one.timestamps) for one in series], dtype=np.int64)
+        if not counts.sum():
             empty = np.zeros(0, dtype=np.int64)
             return _Flat([], empty, np.zeros(0), empty, empty, empty, 0, 1)
-        sizes = np.array([len(ts) for _, ts, _ in kept], dtype=np.int64)
+        ts_all = np.concatenate([one.timestamps for one in series]).astype(np.int64)
+        vs_all = np.concatenate([one.values for one in series]).astype(np.float64)
+        if fresh:
+            live = ~is_stale(vs_all)
+            if not live.all():
+                owner = np.repeat(np.arange(len(series), dtype=np.int64), counts)
+                ts_all, vs_all = ts_all[live], vs_all[live]
+                counts = np.bincount(owner[live], minlength=len(series))
+        held = np.flatnonzero(counts)
+        sizes = counts[held]
         stop = np.cumsum(sizes)
-        ts_all = np.concatenate([ts for _, ts, _ in kept]).astype(np.int64)
         base = int(ts_all.min()) - 10 * 86_400_000  # room for the reads before the first sample
         span = int(ts_all.max()) - base + 20 * 86_400_000
-        ids = np.repeat(np.arange(len(kept), dtype=np.int64), sizes)
+        ids = np.repeat(np.arange(len(held), dtype=np.int64), sizes)
         groups: dict[bytes, int] = {}
-        group_of = np.array([groups.setdefault(ts.tobytes(), len(groups)) for _, ts, _ in kept], dtype=np.int64)
+        first_list, stop_list = (stop - sizes).tolist(), stop.tolist()
+        group_of = np.array(
+            [groups.setdefault(ts_all[a:b].tobytes(), len(groups)) for a, b in zip(first_list, stop_list, strict=True)],
+            dtype=np.int64,
+        )
         shared = None
-        if len(groups) * 4 <= len(kept):  # a target's series are scraped together: searched once per target
+        if len(groups) * 4 <= len(held):  # a target's series are scraped together: searched once per target
             first_of = {group: index for index, group in reversed(list(enumerate(group_of.tolist())))}
-            shared = (group_of, [kept[first_of[group]][1] for group in range(len(groups))])
+            shared = (group_of, [ts_all[first_list[first_of[g]] : stop_list[first_of[g]]] for g in range(len(groups))])
         return _Flat(
-            [labels for labels, _, _ in kept],
+            [series[index].labels for index in held.tolist()],
             ts_all,
-            np.concatenate([vs for _, _, vs in kept]).astype(np.float64),
+            vs_all,
             stop - sizes,
             stop,
             ids * span + (ts_all - base),
