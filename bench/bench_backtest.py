@@ -223,6 +223,7 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("per-node", "cluster-wide"), help="replay only these specs (the data set is the same)"
     )
+    parser.add_argument("--spec", action="append", default=[], help="replay only this spec (repeatable; profiling)")
     args = parser.parse_args()
     model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
     assert model is not None and not diagnostics, diagnostics.render()
@@ -245,14 +246,16 @@ def main() -> None:
         server_cpu = _cpu_s(pid)
         for group in (False, True):
             if args.only is None or args.only == ("per-node" if group else "cluster-wide"):
-                _run_group(model, files, replay, group, args.nodes)
+                _run_group(model, files, replay, group, args.nodes, set(args.spec))
         print(
             f"Prometheus: {_cpu_s(pid) - server_cpu:.1f} s CPU during the backtest, peak RSS {_rss_mb(pid):.0f} MB; "
             f"backtest process peak RSS {_rss_mb():.0f} MB"
         )
 
 
-def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_group: bool, nodes: int) -> None:
+def _run_group(
+    model: Model, files: dict[str, bytes], replay: Backtest, nodes_group: bool, nodes: int, only: set[str]
+) -> None:
     """Replay the per-node specs or the others, and print what that cost."""
     result = replay.result
     before = (
@@ -267,10 +270,14 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
     )
     wall, cpu = time.monotonic(), time.process_time()
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
+    specs = [spec for spec in specs if not only or spec.slo.name in only]
+    took: list[tuple[float, str]] = []
     for spec in specs:
         expected = estimate(spec.slo, model.project.cluster_profile)
         interval_ms = model.project.evaluation_interval_ms
+        began = time.monotonic()
         replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
+        took.append((time.monotonic() - began, spec.slo.name))
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     what = f"{len(specs)} per-node specs at {nodes:,} nodes" if nodes_group else f"{len(specs)} cluster-wide specs"
     print(
@@ -284,6 +291,7 @@ def _run_group(model: Model, files: dict[str, bytes], replay: Backtest, nodes_gr
     )
     for problem in result.problems[before[3] :]:
         print(f"  problem: {problem}")
+    print("  slowest: " + ", ".join(f"{name} {seconds:.1f} s" for seconds, name in sorted(took, reverse=True)[:6]))
 
 
 if __name__ == "__main__":

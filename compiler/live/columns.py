@@ -494,19 +494,22 @@ class ColumnEvaluator:
                 continue
             rest = {k: v for k, v in labels.items() if k not in ("le", _NAME)}
             groups.setdefault(_key(rest), (rest, []))[1].append((bound, row))
-        out_labels, rows_v, rows_p = [], [], []
-        for rest, members in groups.values():
-            members.sort(key=lambda member: member[0])
-            bounds = np.array([bound for bound, _ in members])
-            index = np.array([row for _, row in members], dtype=np.int64)
-            counts, here = buckets.values[index], buckets.present[index]
-            value, ok = _bucket_quantile(q, bounds, counts, here)
-            out_labels.append(rest)
-            rows_v.append(value)
-            rows_p.append(ok)
-        if not rows_v:
+        if not groups:
             return Columns.empty(self.grid.n)
-        return Columns(out_labels, np.vstack(rows_v), np.vstack(rows_p))
+        members = [sorted(rows, key=lambda member: member[0]) for _, rows in groups.values()]
+        alike: dict[tuple[float, ...], list[int]] = {}  # groups with the same bucket bounds: computed together
+        for group, rows in enumerate(members):
+            alike.setdefault(tuple(bound for bound, _ in rows), []).append(group)
+        values = np.full((len(members), self.grid.n), math.nan)
+        present = np.zeros((len(members), self.grid.n), dtype=bool)
+        for bounds, chosen in alike.items():
+            block = max(1, BLOCK_CELLS // max(1, len(bounds) * self.grid.n))
+            for first in range(0, len(chosen), block):
+                picked = chosen[first : first + block]
+                index = np.array([[row for _, row in members[group]] for group in picked], dtype=np.int64)
+                value, ok = _bucket_quantiles(q, np.array(bounds), buckets.values[index], buckets.present[index])
+                values[picked], present[picked] = value, ok
+        return Columns([rest for rest, _ in groups.values()], values, present)
 
     # -- operators ----------------------------------------------------------------
 
@@ -1054,45 +1057,39 @@ def _mean_step(acc: Floats, comp: Floats, value: Floats, count: Floats, here: Bo
     return np.where(update, total, acc), np.where(update, new_comp, comp)
 
 
-def _bucket_quantile(q: Floats, bounds: Floats, counts: Floats, here: Bools) -> tuple[Floats, Bools]:
-    """``bucketQuantile`` of one group's buckets (sorted by bound) at every step it has any bucket."""
-    n = counts.shape[1]
-    ok: Bools = np.asarray(here.any(axis=0), dtype=bool)
-    out: Floats = np.full(n, math.nan)
-    whole = here.all(axis=0) & ~np.isnan(counts).any(axis=0) & ~np.isnan(q)
-    distinct = len(bounds) == len(np.unique(bounds))
-    if distinct and len(bounds) and math.isinf(bounds[-1]) and bounds[-1] > 0 and len(bounds) >= 2:
-        cols = np.nonzero(whole & (q >= 0) & (q <= 1))[0]
-        if len(cols):
-            c = np.maximum.accumulate(counts[:, cols], axis=0)
-            observations = c[-1]
-            rank = q[cols] * observations
-            below = c[:-1] >= rank[None, :]
-            b = np.where(below.any(axis=0), below.argmax(axis=0), len(bounds) - 1)
+def _bucket_quantiles(q: Floats, bounds: Floats, counts: Floats, here: Bools) -> tuple[Floats, Bools]:
+    """``bucketQuantile`` of groups sharing their bucket bounds (sorted): ``counts`` and ``here`` are (group,
+    bucket, step); a value at every step a group has any bucket. The usual steps (every bucket there, distinct
+    bounds ending at +Inf, 0 <= q <= 1) are computed for all groups at once, the others as Prometheus steps."""
+    ok: Bools = np.asarray(here.any(axis=1), dtype=bool)
+    out: Floats = np.full(ok.shape, math.nan)
+    usual = np.zeros(ok.shape, dtype=bool)
+    last = len(bounds) - 1
+    if len(bounds) >= 2 and len(np.unique(bounds)) == len(bounds) and math.isinf(bounds[-1]) and bounds[-1] > 0:
+        usual = here.all(axis=1) & ~np.isnan(counts).any(axis=1) & ((q >= 0) & (q <= 1))[None, :]
+        with np.errstate(all="ignore"):
+            c = np.maximum.accumulate(counts, axis=1)
+            observations = c[:, -1, :]
+            rank = q[None, :] * observations
+            below = c[:, :-1, :] >= rank[:, None, :]
+            b = np.where(below.any(axis=1), below.argmax(axis=1), last)
             prev = np.maximum(b - 1, 0)
+            at_b = np.take_along_axis(c, np.minimum(b, last)[:, None, :], axis=1)[:, 0, :]
+            at_prev = np.take_along_axis(c, prev[:, None, :], axis=1)[:, 0, :]
             start = np.where(b > 0, bounds[prev], 0.0)
-            end = bounds[np.minimum(b, len(bounds) - 1)]
-            span = np.arange(len(cols))
-            count = np.where(
-                b > 0, c[np.minimum(b, len(bounds) - 1), span] - c[prev, span], c[np.minimum(b, len(bounds) - 1), span]
-            )
-            rank = np.where(b > 0, rank - c[prev, span], rank)
-            with np.errstate(all="ignore"):
-                value = start + (end - start) * (rank / count)
-            value = np.where(b == len(bounds) - 1, bounds[-2], value)
-            value = np.where((b == 0) & (bounds[0] <= 0), bounds[0], value)
-            value = np.where(observations == 0, math.nan, value)
-            out[cols] = value
-            whole[cols] = False
-            done = np.zeros(n, dtype=bool)
-            done[cols] = True
-        else:
-            done = np.zeros(n, dtype=bool)
-    else:
-        done = np.zeros(n, dtype=bool)
-    for step in np.nonzero(ok & ~done)[0].tolist():  # a partial or unusual group: Prometheus's own steps
-        pairs = [(float(bounds[i]), float(counts[i, step])) for i in range(len(bounds)) if here[i, step]]
-        out[step] = _bucket_quantile_at(float(q[step]), pairs)
+            end = bounds[np.minimum(b, last)]
+            count = np.where(b > 0, at_b - at_prev, at_b)
+            rank = np.where(b > 0, rank - at_prev, rank)
+            value = start + (end - start) * (rank / count)
+        value = np.where(b == last, bounds[-2], value)
+        value = np.where((b == 0) & (bounds[0] <= 0), bounds[0], value)
+        value = np.where(observations == 0, math.nan, value)
+        out[usual] = value[usual]
+    for group, step in zip(*np.nonzero(ok & ~usual), strict=True):  # a partial or unusual group: Prometheus's steps
+        held = here[group, :, step].tolist()
+        bucket_counts = counts[group, :, step].tolist()
+        pairs = [(float(bounds[i]), bucket_counts[i]) for i in range(len(bounds)) if held[i]]
+        out[group, step] = _bucket_quantile_at(float(q[step]), pairs)
     return out, ok
 
 

@@ -73,6 +73,13 @@ def edge_history(start_s: int) -> str:
                 continue  # a bucket missing for half an hour
             count = round(share * minute * (3 if 240 <= minute < 300 else 1), 3)
             out.append(f'edge_seconds_bucket{{job="edge",le="{le}"}} {count} {stamp}')
+        # More groups: one with the same bounds (computed with the first), NaN at times; one with other bounds
+        # and one bound written twice ("1" and "1.0": Prometheus adds them up).
+        for le, share in (("0.1", 0.2), ("0.5", 0.5), ("1", 0.95), ("+Inf", 1.0)):
+            nan = le == "1" and minute % 29 == 0
+            out.append(f'edge_seconds_bucket{{job="edge-b",le="{le}"}} {"NaN" if nan else share * minute * 2} {stamp}')
+        for le, share in (("0.25", 0.4), ("1", 0.6), ("1.0", 0.2), ("+Inf", 1.0)):
+            out.append(f'edge_seconds_bucket{{job="edge-c",le="{le}"}} {share * minute} {stamp}')
         out.append(f'edge_clustered{{job="edge",node="n1",cluster="edge-x"}} {float(minute)} {stamp}')
         out.append(f'edge_clustered{{job="edge",node="n2"}} {float(minute * 2)} {stamp}')
         out.append(f'edge_info{{job="edge",node="n1",pool="p1"}} 1 {stamp}')
@@ -110,6 +117,9 @@ EDGE_EXPRESSIONS = (
     'edge_gauge unless on (node) edge_info{pool="p1"}',
     "histogram_quantile(0.9, rate(edge_seconds_bucket[5m]))",
     "histogram_quantile(0.5, sum by (le) (rate(edge_seconds_bucket[5m])))",
+    "histogram_quantile(0.99, rate(edge_seconds_bucket[5m]))",
+    "histogram_quantile(1.5, rate(edge_seconds_bucket[5m]))",
+    "histogram_quantile(0, rate(edge_seconds_bucket[5m]))",
     'label_replace(edge_gauge, "host", "h-$1", "node", "n(.*)")',
     "vector(1) * time() > 0",
     "edge_gauge >= bool 0",
