@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 from typing import Literal, Protocol
 
 import numpy as np
@@ -383,7 +384,9 @@ class ColumnEvaluator:
             if name in _RATES:
                 height = part.stop - part.start
                 bounds = np.tile(starts, height), np.tile(ends, height)
-                value, ok = _extrapolated_rate(flat.ts, flat.vs, low, high, count, *bounds, width, name == "rate")
+                value, ok = _extrapolated_rate(
+                    flat.ts, flat.vs, flat.drops, low, high, count, *bounds, width, name == "rate"
+                )
             else:
                 value, ok = _over_time(name, flat.vs, low, high, count)
             values[part], present[part] = value.reshape(-1, n), ok.reshape(-1, n)
@@ -675,13 +678,19 @@ class ColumnEvaluator:
         mod = node.modifier
         without = mod is not None and mod.type == pp.AggModifierType.Without
         grouping = set(mod.labels) if mod is not None else set()
-        groups: dict[frozenset[tuple[str, str]], tuple[Labels, list[int]]] = {}
+        groups: dict[object, tuple[Labels, list[int]]] = {}
+        names = sorted(grouping)
         for row, labels in enumerate(inner.labels):
             if without:
                 kept = {k: v for k, v in labels.items() if k not in grouping and k != _NAME}
-            else:
+                key: object = _key(kept)
+            else:  # by (...): the few grouping labels' values are the key, no label set built per row
+                key = tuple(labels.get(name) for name in names)
+                if key in groups:
+                    groups[key][1].append(row)
+                    continue
                 kept = {k: v for k, v in labels.items() if k in grouping}
-            groups.setdefault(_key(kept), (kept, []))[1].append(row)
+            groups.setdefault(key, (kept, []))[1].append(row)
         n = self.grid.n
         if not groups:
             return Columns.empty(n)
@@ -781,6 +790,15 @@ class _Flat:
             span,
             shared,
         )
+
+    @cached_property
+    def drops(self) -> Ints:
+        """How many times the values went down, up to each sample: a window holds a counter reset where this
+        differs between its first and last sample (series boundaries fall outside every window)."""
+        drops = np.zeros(len(self.vs), dtype=np.int64)
+        if len(self.vs) > 1:
+            drops[1:] = np.cumsum(self.vs[1:] < self.vs[:-1])
+        return drops
 
     def search(self, times: Ints, side: Literal["left", "right"], rows: slice | None = None) -> Ints:
         """For every series (rows, all or a block of them) and time (columns): the index in ``ts`` where ``times``
@@ -972,6 +990,7 @@ def _fold_wide(op: str, ids: Ints, groups: int, values: Floats, present: Bools) 
 def _extrapolated_rate(
     ts: Ints,
     vs: Floats,
+    drops: Ints,
     low: Ints,
     high: Ints,
     count: Ints,
@@ -980,15 +999,13 @@ def _extrapolated_rate(
     width_ms: int,
     is_rate: bool,
 ) -> tuple[Floats, Bools]:
-    """``extrapolatedRate`` of a counter at every step, its float operations in Prometheus 2.42's order."""
+    """``extrapolatedRate`` of a counter at every step, its float operations in Prometheus 2.42's order.
+    ``drops``: how many times the values went down up to each sample (``_Flat.drops``), to find the resets."""
     ok = count >= 2
     lo, hi = np.where(ok, low, 0), np.where(ok, high, 0)
     first, last = vs[lo], vs[hi]
     with np.errstate(all="ignore"):
         result = last - first
-        drops = np.zeros(len(vs), dtype=np.int64)
-        if len(vs) > 1:
-            drops[1:] = np.cumsum(vs[1:] < vs[:-1])
         reset = ok & (drops[hi] != drops[lo])
         for step in np.nonzero(reset)[0].tolist():  # a counter reset inside the window: added up as Go does
             total = vs[hi[step]] - vs[lo[step]]
