@@ -345,7 +345,7 @@ class ColumnEvaluator:
             else:
                 bound = self.scalar(args[1])[None, :]
                 values = np.maximum(inner.values, bound) if name == "clamp_min" else np.minimum(inner.values, bound)
-            return self._unique(Columns([_drop_name(labels) for labels in inner.labels], values, inner.present))
+            return self._unnamed(Columns(inner.labels, values, inner.present))
         if name == "label_replace":
             return self.label_replace(args)
         if name == "histogram_quantile":
@@ -391,8 +391,8 @@ class ColumnEvaluator:
                 value, ok = _over_time(name, flat.vs, low, high, count)
             values[part], present[part] = value.reshape(-1, n), ok.reshape(-1, n)
         keep = np.asarray(present.any(axis=1), dtype=bool)
-        labels = [labels if name == "last_over_time" else _drop_name(labels) for labels in _kept(flat.labels, keep)]
-        return self._unique(Columns(labels, values[keep], present[keep]))
+        out = Columns(_kept(flat.labels, keep), values[keep], present[keep])
+        return out if name == "last_over_time" else self._unnamed(out)
 
     def subquery_function(self, name: str, node: pp.SubqueryExpr) -> Columns:
         """``f(x[w:r])``: ``x`` (instant reads, evaluated on the grid) read at the multiples of ``r`` within the
@@ -552,10 +552,8 @@ class ColumnEvaluator:
             value = keep.astype(np.float64)
         elif op in _COMPARISON:
             present = present & keep
-        named = op in _COMPARISON and not return_bool
-        labels = vec.labels if named else [_drop_name(labels) for labels in vec.labels]
-        out = Columns(labels, np.array(value, dtype=np.float64), present)
-        return out if named else self._unique(out)
+        out = Columns(vec.labels, np.array(value, dtype=np.float64), present)
+        return out if op in _COMPARISON and not return_bool else self._unnamed(out)
 
     def set_op(self, op: str, lhs: Columns, rhs: Columns, mod: pp.BinModifier | None) -> Columns:
         sig = _signature(mod)
@@ -703,6 +701,12 @@ class ColumnEvaluator:
         return Columns(kept_labels, value[keep], present[keep])
 
     # -- helpers ------------------------------------------------------------------
+
+    def _unnamed(self, cols: Columns) -> Columns:
+        """``cols`` without their metric names, checked for rows that now clash: only when the names differ (a
+        vector's rows never clash where they are present, so rows of one name stay apart without it)."""
+        out = Columns([_drop_name(labels) for labels in cols.labels], cols.values, cols.present)
+        return out if len({labels.get(_NAME) for labels in cols.labels}) <= 1 else self._unique(out)
 
     def _unique(self, cols: Columns, message: str = "vector cannot contain metrics with the same labelset") -> Columns:
         """Rows with the same labels present at the same step fail the rule there."""

@@ -86,6 +86,7 @@ def edge_history(start_s: int) -> str:
         out.append(f'edge_info{{job="edge",node="n2",pool="p2"}} 1 {stamp}')
         if 250 <= minute < 260:  # a second info series for n2: the one-to-one join clashes there
             out.append(f'edge_info{{job="edge",node="n2",pool="p3"}} 1 {stamp}')
+            out.append(f'edge_twin{{job="edge",node="n2"}} 1 {stamp}')  # edge_gauge's labels, another name
     return "\n".join(out) + "\n"
 
 
@@ -111,6 +112,7 @@ EDGE_EXPRESSIONS = (
     "last_over_time(edge_gauge[5m])",
     "clamp_min(edge_gauge, 0)",
     "abs(edge_gauge)",
+    '{__name__=~"edge_gauge|edge_clustered",node="n1"} * 2',  # two names: the rows stay apart without them
     'absent(edge_gauge{node="n1"})',
     'edge_gauge{node="n1"} or edge_gauge{node="n2"} * 2',
     'edge_gauge and on (job) edge_info{pool="p3"}',
@@ -233,20 +235,29 @@ def test_the_edges_match_prometheus(server: tuple[Client, Grid], expr: str) -> N
     assert not differences(mine, from_server(client, expr, grid))
 
 
-def test_a_clash_fails_the_steps_prometheus_fails(server: tuple[Client, Grid]) -> None:
-    """A one-to-one match with two series on the one side fails the rule at those steps only, as the server does
-    (it refuses the whole range query, so it is asked at one step inside the clash and one outside)."""
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        ("edge_gauge * on (node) edge_info", "many-to-many"),
+        ('abs({__name__=~"edge_gauge|edge_twin",node="n2"})', "same labelset"),
+        ('{__name__=~"edge_gauge|edge_twin",node="n2"} * 2', "same labelset"),
+        ('rate({__name__=~"edge_gauge|edge_twin",node="n2"}[5m])', "same labelset"),
+    ],
+)
+def test_a_clash_fails_the_steps_prometheus_fails(server: tuple[Client, Grid], expr: str, message: str) -> None:
+    """A one-to-one match with two series on the one side, or two series that differ only by name once a function
+    drops it, fail the rule at those steps only, as the server does (it refuses the whole range query, so it is
+    asked at one step inside the clash and one outside)."""
     client, grid = server
-    expr = "edge_gauge * on (node) edge_info"
     evaluator = ColumnEvaluator(grid, fetch_with(client))  # type: ignore[arg-type]
     evaluator.plan([expr])
     result = evaluator.run(expr)
     failed = evaluator.first_error()
-    assert failed is not None and "many-to-many" in failed[1]
+    assert failed is not None and message in failed[1]
     steps = [index for index in range(grid.n) if evaluator.errors[index]]
     assert steps and not result.present[:, steps].any()
     inside, outside = grid.time(steps[0]) / 1000, grid.time(steps[-1] + 1) / 1000
-    with pytest.raises(QueryError, match="many-to-many"):
+    with pytest.raises(QueryError, match=message):
         client.query(expr, at=inside)
     assert len(client.query(expr, at=outside)) == len([1 for row in result.present[:, steps[-1] + 1] if row])
 
