@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from compiler.live.backtest import Backtest  # noqa: E402
 from compiler.live.client import Access, Client  # noqa: E402
+from compiler.live.workers import Job, run_jobs  # noqa: E402
 from compiler.model import SLO, Model  # noqa: E402
 from compiler.model.budget import estimate  # noqa: E402
 from compiler.model.links import rules_path  # noqa: E402
@@ -223,6 +224,7 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("per-node", "cluster-wide"), help="replay only these specs (the data set is the same)"
     )
+    parser.add_argument("--jobs", type=int, default=2, help="specs replayed at once, a process each (backtest --jobs)")
     parser.add_argument("--spec", action="append", default=[], help="replay only this spec (repeatable; profiling)")
     args = parser.parse_args()
     model, diagnostics = compile_specs(REPO_ROOT / "slo_specs")
@@ -246,7 +248,7 @@ def main() -> None:
         server_cpu = _cpu_s(pid)
         for group in (False, True):
             if args.only is None or args.only == ("per-node" if group else "cluster-wide"):
-                _run_group(model, files, replay, group, args.nodes, set(args.spec))
+                _run_group(model, files, replay, group, args.nodes, set(args.spec), args.jobs)
         print(
             f"Prometheus: {_cpu_s(pid) - server_cpu:.1f} s CPU during the backtest, peak RSS {_rss_mb(pid):.0f} MB; "
             f"backtest process peak RSS {_rss_mb():.0f} MB"
@@ -254,7 +256,13 @@ def main() -> None:
 
 
 def _run_group(
-    model: Model, files: dict[str, bytes], replay: Backtest, nodes_group: bool, nodes: int, only: set[str]
+    model: Model,
+    files: dict[str, bytes],
+    replay: Backtest,
+    nodes_group: bool,
+    nodes: int,
+    only: set[str],
+    processes: int,
 ) -> None:
     """Replay the per-node specs or the others, and print what that cost."""
     result = replay.result
@@ -269,16 +277,25 @@ def _run_group(
         len(result.server_specs),
     )
     wall, cpu = time.monotonic(), time.process_time()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before_children = children_before.ru_utime + children_before.ru_stime
     specs = [spec for spec in plan(model) if per_node(spec.slo, model) == nodes_group]
     specs = [spec for spec in specs if not only or spec.slo.name in only]
     took: list[tuple[float, str]] = []
+    interval_ms = model.project.evaluation_interval_ms
+    jobs = []
     for spec in specs:
         expected = estimate(spec.slo, model.project.cluster_profile)
-        interval_ms = model.project.evaluation_interval_ms
+        jobs.append(Job(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series))
+    if processes > 1:
+        run_jobs(replay, jobs, processes)
+    for job in jobs if processes <= 1 else []:
         began = time.monotonic()
-        replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
-        took.append((time.monotonic() - began, spec.slo.name))
-    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+        run_jobs(replay, [job])
+        took.append((time.monotonic() - began, job.spec.slo.name))
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)  # the --jobs workers, joined by now
+    in_children = children.ru_utime + children.ru_stime - before_children
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu + in_children
     what = f"{len(specs)} per-node specs at {nodes:,} nodes" if nodes_group else f"{len(specs)} cluster-wide specs"
     print(
         f"backtest of {what}: {wall:.1f} s wall, {cpu:.1f} s CPU, {result.queries - before[0]} requests "
@@ -287,11 +304,13 @@ def _run_group(
         f"{result.segments - before[4]} segment(s), {result.inlined_rules - before[5]} wide rule(s) inlined, "
         f"{len(result.server_specs) - before[7]} spec(s) left to the server engine, "
         f"{len(result.intervals) - before[2]} firing interval(s), "
-        f"{len(result.problems) - before[3]} problem(s), peak RSS so far {_rss_mb():.0f} MB"
+        f"{len(result.problems) - before[3]} problem(s), peak RSS so far {_rss_mb():.0f} MB here, "
+        f"{children.ru_maxrss / 1024:.0f} MB in a worker ({processes} at once)"
     )
     for problem in result.problems[before[3] :]:
         print(f"  problem: {problem}")
-    print("  slowest: " + ", ".join(f"{name} {seconds:.1f} s" for seconds, name in sorted(took, reverse=True)[:6]))
+    if took:
+        print("  slowest: " + ", ".join(f"{name} {seconds:.1f} s" for seconds, name in sorted(took, reverse=True)[:6]))
 
 
 if __name__ == "__main__":

@@ -189,6 +189,14 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         "evaluated here; server: the server evaluates the raw-reading rules at every step (range queries), "
         "for a server without remote read (such as Thanos Query)",
     )
+    backtest.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        metavar="N",
+        help="specs replayed at once with --engine local, each in a process of its own (default 1; memory is about "
+        "N times one spec's replay)",
+    )
     backtest.add_argument("--format", choices=("table", "json", "markdown"), default="table", help="output format")
 
 
@@ -686,6 +694,7 @@ def cmd_backtest(args: argparse.Namespace) -> int:
     from compiler.live.backtest import Backtest
     from compiler.live.client import LiveError
     from compiler.live.summary import render_markdown, render_table, summarise
+    from compiler.live.workers import Job, run_jobs
     from compiler.model.budget import estimate
     from compiler.model.links import rules_path
 
@@ -709,10 +718,12 @@ def cmd_backtest(args: argparse.Namespace) -> int:
         client = _client(args)
         client.buildinfo()
         replay = Backtest(client, start, end, warmup, concurrency=args.concurrency, engine=args.engine)
+        jobs = []
         for spec in specs:
             expected = estimate(spec.slo, model.project.cluster_profile)
             interval_ms = model.project.evaluation_interval_ms
-            replay.run_spec(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series)
+            jobs.append(Job(spec, files[rules_path(spec.slo)], interval_ms, expected.budget, expected.series))
+        run_jobs(replay, jobs, args.jobs if args.engine == "local" else 1)
     except LiveError as exc:
         print(f"slo-compiler: {printable(exc)}", file=sys.stderr)
         return EXIT_USAGE

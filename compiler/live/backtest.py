@@ -350,6 +350,28 @@ class Backtest:
             start += interval_ms
         return Grid(start, interval_ms, max(0, (self.end_ms - start) // interval_ms + 1))
 
+    def spec_grid(self, rule_file: bytes, default_interval_ms: int) -> tuple[list[Rule], Grid, int]:
+        """A spec's rules to replay, its grid (warm-up included) and its warm-up."""
+        interval, rules = rules_of(rule_file)
+        rules = needed(rules)
+        warm = self.warmup if self.warmup is not None else warmup_ms(rules)
+        return rules, self.grid(interval or default_interval_ms, warm), warm
+
+    def ask_shared(self, rule_files: Sequence[tuple[bytes, int]]) -> None:
+        """What specs replayed in other processes would each ask again, asked once here: the server's external
+        labels (for remote read) and when it held ``up`` over each spec's grid (``server_spans``)."""
+        if self.engine != "local":
+            return
+        if self.fetch == self._remote_read:
+            self.client.external_labels()
+        for rule_file, default_interval_ms in rule_files:
+            _, full, _ = self.spec_grid(rule_file, default_interval_ms)
+            try:
+                self.server_spans(full.start_ms, full.time(full.n - 1) if full.n else self.end_ms)
+            except QueryError:  # the spec's replay asks again, and says so
+                continue
+        self._count_requests()
+
     def run_spec(
         self,
         spec: SpecPlan,
@@ -361,11 +383,8 @@ class Backtest:
         """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget),
         ``recorded_series`` (the spec's estimate) sizes its time segments."""
         self.series_limit, self.recorded_series = series_limit, recorded_series
-        interval, rules = rules_of(rule_file)
-        rules = needed(rules)
-        warm = self.warmup if self.warmup is not None else warmup_ms(rules)
+        rules, full, warm = self.spec_grid(rule_file, default_interval_ms)
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
-        full = self.grid(interval or default_interval_ms, warm)
         self.widths = {}
         width = self._raw_width_or_none(rules) if self.engine == "local" else None
         local = self.engine == "local" and self._local_fits(width, full, warm)

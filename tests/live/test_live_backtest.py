@@ -209,3 +209,6 @@ def test_the_command_line_agrees_within_one_interval_and_reports(
     for form, marker in (("markdown", "#### Firing intervals"), ("table", "Firing intervals:")):
         assert main([*args[:-1], form]) == 0
         assert marker in capsys.readouterr().out
+    # Two specs at a time, each in a process of its own (--jobs): the same report, byte for byte.
+    assert main([*args, "--jobs", "2"]) == 0
+    assert json.loads(capsys.readouterr().out) == report
