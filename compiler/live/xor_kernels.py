@@ -206,16 +206,17 @@ def _bits(buf: Array, pos: int, count: int) -> np.uint64:
     are inside the chunk; the 16 bytes of padding keep the 9-byte window inside the buffer)."""
     at = pos >> 3
     off = pos & 7
+    size = min((off + count + 7) >> 3, 8)  # the bytes that hold them (a ninth below)
     word = np.uint64(0)
-    for index in range(8):
+    for index in range(size):
         word = (word << U8) | np.uint64(buf[at + index])
-    word = word << np.uint64(off)
+    word = (word << np.uint64(64 - 8 * size)) << np.uint64(off)
     if off + count > 64:
         word |= np.uint64(buf[at + 8]) >> np.uint64(8 - off)
     return word >> np.uint64(64 - count)
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=False, nogil=True, inline="always")
 def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
     """binary.ReadUvarint over the bit stream: at most 10 bytes, the tenth at most 1 (-1: truncated, -2:
     overlong)."""
@@ -233,37 +234,39 @@ def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
     return value, -2
 
 
-@njit(cache=False, nogil=True)
-def _xor(buf: Array, pos: int, end: int, value: np.uint64, window: Array) -> tuple[int, np.uint64]:
-    """xorRead: the next value from ``value``; ``window`` holds (leading, trailing). Position -1: truncated,
-    -2: a window wider than 64 bits."""
+@njit(cache=False, nogil=True, inline="always")
+def _xor(
+    buf: Array, pos: int, end: int, value: np.uint64, leading: int, trailing: int
+) -> tuple[int, np.uint64, int, int]:
+    """xorRead: the next value from ``value`` and the window (leading, trailing zeros) it uses. Position -1:
+    truncated, -2: a window wider than 64 bits."""
     if pos + 1 > end:
-        return -1, value
+        return -1, value, leading, trailing
     if _bits(buf, pos, 1) == 0:
-        return pos + 1, value
+        return pos + 1, value, leading, trailing
     if pos + 2 > end:
-        return -1, value
+        return -1, value, leading, trailing
     if _bits(buf, pos + 1, 1) == 0:
         pos += 2
-        size = 64 - window[0] - window[1]
+        size = 64 - leading - trailing
     else:
         if pos + 13 > end:
-            return -1, value
-        leading = np.int64(_bits(buf, pos + 2, 5))
-        size = np.int64(_bits(buf, pos + 7, 6))
+            return -1, value, leading, trailing
+        leading = int(np.int64(_bits(buf, pos + 2, 5)))
+        size = int(np.int64(_bits(buf, pos + 7, 6)))
         pos += 13
         if size == 0:
             size = 64  # 64 significant bits are written as 0 in 6 bits
         if leading + size > 64:
-            return -2, value
-        window[0], window[1] = leading, 64 - leading - size
+            return -2, value, leading, trailing
+        trailing = 64 - leading - size
     if pos + size > end:
-        return -1, value
-    value ^= _bits(buf, pos, size) << np.uint64(window[1])
-    return pos + size, value
+        return -1, value, leading, trailing
+    value ^= _bits(buf, pos, size) << np.uint64(trailing)
+    return pos + size, value, leading, trailing
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=False, nogil=True, inline="always")
 def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
     """A delta of delta: prefix 0, 10, 110, 1110, 1111 then 0, 14, 17, 20, 64 bits (-1: truncated)."""
     ones = 0
@@ -286,12 +289,12 @@ def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
     return pos + size, bits
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=False, nogil=True, inline="always")
 def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, stamps: Array, values: Array) -> int:
     """Decode one XOR chunk (buf[start:start+size], its 2-byte count already read) into stamps/values from
     ``first``."""
     pos, end = (start + 2) * 8, (start + size) * 8
-    window = np.zeros(2, np.int64)
+    leading = trailing = 0
     raw, pos = _bit_uvarint(buf, pos, end)
     if pos == -2:
         return BAD_VARINT
@@ -311,7 +314,7 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
         if pos < 0:
             return TRUNCATED if pos == -1 else BAD_VARINT
         stamp += delta
-        pos, value = _xor(buf, pos, end, value, window)
+        pos, value, leading, trailing = _xor(buf, pos, end, value, leading, trailing)
         if pos < 0:
             return TRUNCATED if pos == -1 else BAD_WINDOW
         stamps[first + index], values[first + index] = stamp, value
