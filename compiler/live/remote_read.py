@@ -15,6 +15,11 @@ records' starts are found with vectorised byte tests and checked to chain (each 
 length is the next start); each record shape is then decoded at once. What does not chain (another
 encoder's field order, a double whose bytes look like a record) is read record by record in Python.
 
+With numba installed (the ``backtest`` extra), the request asks for ``STREAMED_XOR_CHUNKS`` first: the
+server then copies its stored chunks, decoded here by ``compiler.live.xor_chunks`` into the same arrays, bit
+for bit; the answer's Content-Type says which of the two it is (an older server answers samples).
+``STREAMED = False`` forces the samples, as without numba.
+
 The server is not trusted: the answer is read up to a cap, its declared decompressed size is checked
 before decompressing, every length is bounds-checked, and anything malformed is a one-line
 ``LiveError``. A query the server refuses for its size (``--storage.remote.read-sample-limit``,
@@ -451,6 +456,8 @@ def _read_once(
     url, cap = f"{client.base}/api/v1/read", MAX_REMOTE_READ_BYTES
     raw = client.request(url, body, _HEADERS, about, cap, plain_errors=True, answer_headers=answer)
     chunked = answer.get("content-type", "").startswith("application/x-streamed-protobuf")
+    if chunked and not streamed:
+        raise LiveError(f"{client.base} answered {about} with streamed chunks, which were not asked for")
     try:
         if chunked:
             from compiler.live import xor_chunks

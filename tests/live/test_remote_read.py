@@ -332,6 +332,9 @@ def answer(body: bytes, status: int = 200, content_type: str = "application/x-pr
     return route
 
 
+STREAMED_TYPE = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+
+
 @pytest.mark.parametrize(
     ("route", "words"),
     [
@@ -341,13 +344,18 @@ def answer(body: bytes, status: int = 200, content_type: str = "application/x-pr
         (answer(bytes(cramjam.snappy.compress_raw(b"\x0a\x04\x0a\x02\x12\x09"))), "malformed ReadResponse"),
         (answer(b"\xff\xff\xff\xff\xff\x01" + b"\x00" * 20), "once decompressed"),  # declares 2^35 bytes
         (answer(b"boom\nsecond line", 500, "text/plain"), "answered HTTP 500: boom"),
+        (answer(b"\x05\x00\x00\x00\x00garbage", 200, STREAMED_TYPE), "ChunkedReadResponse"),
+        (answer(b"\xff" * 12, 200, STREAMED_TYPE), "ChunkedReadResponse"),
     ],
 )
 def test_a_server_that_is_not_a_prometheus_is_a_one_line_error(route: servers.Route, words: str) -> None:
     seen: servers.Seen = []
     with servers.hostile(route, seen) as url, pytest.raises(LiveError) as caught:
         read_raw(Client(Access(url, timeout_s=10)), [name("up")], 0, 1000)
+    if "ChunkedReadResponse" in words and not remote_read._streamed():
+        words = "not asked for"  # a streamed answer to a request for samples
     assert words in str(caught.value) and "\n" not in str(caught.value)
+    assert '{__name__="up"}' in str(caught.value) or "ChunkedReadResponse" not in words
 
 
 def test_the_request_carries_the_clients_credentials_and_the_remote_read_headers(tmp_path: Path) -> None:
