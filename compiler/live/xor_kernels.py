@@ -289,7 +289,7 @@ def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
     return pos + size, bits
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=False, nogil=True)
 def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, stamps: Array, values: Array) -> int:
     """Decode one XOR chunk (buf[start:start+size], its 2-byte count already read) into stamps/values from
     ``first``."""
