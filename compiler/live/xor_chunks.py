@@ -52,6 +52,19 @@ def kernels() -> ModuleType | None:
         return _loaded[0]
 
 
+def warm() -> bool:
+    """Compile the kernels now (about 9 s of numba's JIT, once a process): before forking workers, so that each
+    does not compile them again. False when numba is not installed."""
+    if not _streamed_available():
+        return False
+    decode_stream(b"", 0, 0, 1)  # an empty answer goes through every kernel, with the types real ones have
+    return True
+
+
+def _streamed_available() -> bool:
+    return kernels() is not None
+
+
 def _walk(module: ModuleType, arr: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """Every Label message (part, start, stop) and chunk (part, min ms, max ms, encoding, data start, length)."""
     state = np.zeros(4, np.int64)

@@ -284,3 +284,13 @@ def _raise() -> None:
 def test_more_samples_than_the_limit_is_too_big() -> None:
     with pytest.raises(AnswerTooBigError):
         xor_chunks.decode_stream(GOOD, 0, 2**62, 10)
+
+
+def test_warming_compiles_every_kernel_on_the_types_of_a_real_answer() -> None:
+    assert xor_chunks.warm()
+    module = xor_chunks.kernels()
+    assert module is not None
+    signatures = {len(module.walk.signatures), len(module.decode.signatures)}
+    assert min(signatures) >= 1
+    decode(GOOD)
+    assert {len(module.walk.signatures), len(module.decode.signatures)} == signatures  # nothing compiled again
