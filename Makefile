@@ -33,7 +33,7 @@ $(RUNTIME): pyproject.toml constraints/dev.txt | $(PY)
 # The dev install includes the runtime one, so it refreshes that stamp too.
 $(DEV): pyproject.toml constraints/dev.txt | $(PY)
 	@echo "installing slo-compiler and its dev tools into $(VENV)"
-	@$(PIP) install -c constraints/dev.txt -e '.[dev]'
+	@$(PIP) install -c constraints/dev.txt -e '.[dev,backtest]'
 	@touch $@ $(RUNTIME)
 
 venv: $(DEV) ## create .venv and install the package with its dev tools

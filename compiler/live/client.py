@@ -232,11 +232,19 @@ class Client:
         return self._data(raw)
 
     def request(
-        self, url: str, body: bytes | None, headers: dict[str, str], about: str, cap: int, plain_errors: bool = False
+        self,
+        url: str,
+        body: bytes | None,
+        headers: dict[str, str],
+        about: str,
+        cap: int,
+        plain_errors: bool = False,
+        answer_headers: dict[str, str] | None = None,
     ) -> bytes:
         """One HTTP request with the client's credentials, TLS context and total deadline; the answer's body
         (at most ``cap`` bytes), or a ``LiveError`` that says why not (a ``QueryError`` for HTTP 400, 422 and
-        503). ``plain_errors``: an error answer's reason is its first line of text (not a JSON ``error``)."""
+        503). ``plain_errors``: an error answer's reason is its first line of text (not a JSON ``error``).
+        ``answer_headers``: filled with the answer's headers (names in lower case)."""
         request = urllib.request.Request(url, data=body, headers={**self.headers, **headers})
         with self._counting:
             self.requests += 1
@@ -247,6 +255,8 @@ class Client:
         try:
             with _opener(deadline, self.context).open(request, timeout=self.access.timeout_s) as response:
                 raw = self._body(response, about, cap)
+                if answer_headers is not None:
+                    answer_headers.update((key.lower(), value) for key, value in response.headers.items())
         except urllib.error.HTTPError as exc:
             if deadline.expired:
                 self._late()

@@ -15,6 +15,11 @@ records' starts are found with vectorised byte tests and checked to chain (each 
 length is the next start); each record shape is then decoded at once. What does not chain (another
 encoder's field order, a double whose bytes look like a record) is read record by record in Python.
 
+With numba installed (the ``backtest`` extra), the request asks for ``STREAMED_XOR_CHUNKS`` first: the
+server then copies its stored chunks, decoded here by ``compiler.live.xor_chunks`` into the same arrays, bit
+for bit; the answer's Content-Type says which of the two it is (an older server answers samples).
+``STREAMED = False`` forces the samples, as without numba.
+
 The server is not trusted: the answer is read up to a cap, its declared decompressed size is checked
 before decompressing, every length is bounds-checked, and anything malformed is a one-line
 ``LiveError``. A query the server refuses for its size (``--storage.remote.read-sample-limit``,
@@ -48,6 +53,9 @@ SAMPLE_LIMIT = "exceeded sample limit"
 
 _MATCH_TYPES = {"=": 0, "!=": 1, "=~": 2, "!~": 3}
 _SAMPLES = 0  # ReadRequest.ResponseType.SAMPLES
+_STREAMED_XOR_CHUNKS = 1  # ReadRequest.ResponseType.STREAMED_XOR_CHUNKS (decoded by compiler.live.xor_chunks)
+# Ask for the stored XOR chunks when numba is importable (False: always samples, as without numba).
+STREAMED = True
 _HEADERS = {
     "Content-Encoding": "snappy",
     "Content-Type": "application/x-protobuf",
@@ -94,14 +102,16 @@ def _field(number: int, payload: bytes) -> bytes:
     return _varint(number << 3 | 2) + _varint(len(payload)) + payload
 
 
-def encode_read_request(matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> bytes:
-    """A ReadRequest of one Query over [start_ms, end_ms] (both included), asking for raw samples."""
+def encode_read_request(matchers: Sequence[Matcher], start_ms: int, end_ms: int, streamed: bool = False) -> bytes:
+    """A ReadRequest of one Query over [start_ms, end_ms] (both included), asking for raw samples, or (``streamed``)
+    for the stored XOR chunks first and raw samples from a server that cannot stream them."""
     query = b"\x08" + _varint(start_ms) + b"\x10" + _varint(end_ms)
     for matcher in matchers:
         body = b"\x08" + _varint(_MATCH_TYPES[matcher.op])
         body += _field(2, matcher.name.encode()) + _field(3, matcher.value.encode())
         query += _field(3, body)
-    return _field(1, query) + b"\x10" + _varint(_SAMPLES)
+    accepted = (_STREAMED_XOR_CHUNKS, _SAMPLES) if streamed else (_SAMPLES,)
+    return _field(1, query) + b"".join(b"\x10" + _varint(kind) for kind in accepted)
 
 
 # -- decoding the answer ----------------------------------------------------------------
@@ -429,16 +439,42 @@ def _decompress(client: Client, raw: bytes, about: str) -> tuple[np.ndarray, int
     return out, written
 
 
-def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int) -> list[RawSeries]:
+def _streamed() -> bool:
+    if not STREAMED:
+        return False
+    from compiler.live import xor_chunks  # numba's import only when a remote read happens
+
+    return xor_chunks.kernels() is not None
+
+
+def _read_once(
+    client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, streamed: bool
+) -> list[RawSeries]:
     about = f"the remote read of {selector(matchers)} from {start_ms} to {end_ms} ms"
-    body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms)))
-    raw = client.request(f"{client.base}/api/v1/read", body, _HEADERS, about, MAX_REMOTE_READ_BYTES, plain_errors=True)
+    body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms, streamed)))
+    answer: dict[str, str] = {}
+    url, cap = f"{client.base}/api/v1/read", MAX_REMOTE_READ_BYTES
+    raw = client.request(url, body, _HEADERS, about, cap, plain_errors=True, answer_headers=answer)
+    chunked = answer.get("content-type", "").startswith("application/x-streamed-protobuf")
+    if chunked and not streamed:
+        raise LiveError(f"{client.base} answered {about} with streamed chunks, which were not asked for")
     try:
-        series = _decode(*_decompress(client, raw, about))
+        if chunked:
+            from compiler.live import xor_chunks
+
+            got = xor_chunks.decode_stream(raw, start_ms, end_ms, MAX_DECOMPRESSED_BYTES // 16)
+            if got is None:  # a native histogram's chunk: the samples mode's answer for it
+                return _read_once(client, matchers, start_ms, end_ms, False)
+            series = got
+        else:
+            series = _decode(*_decompress(client, raw, about))
     except MalformedError as exc:
-        raise LiveError(
-            f"{client.base} answered {about} with a malformed ReadResponse ({exc}); is it a Prometheus?"
-        ) from exc
+        kind = "ChunkedReadResponse stream" if chunked else "ReadResponse"
+        raise LiveError(f"{client.base} answered {about} with a malformed {kind} ({exc}); is it a Prometheus?") from exc
+    except AnswerTooBigError as exc:
+        if not chunked:
+            raise
+        raise AnswerTooBigError(f"Prometheus at {client.base} answered {about} with {exc}") from exc
     with client._counting:
         client.samples_read += sum(item.timestamps.size for item in series)
     return series
@@ -449,7 +485,7 @@ def _read_split(
 ) -> None:
     """Read [start_ms, end_ms], in halves of time for as long as the server (or the caps) refuse it whole."""
     try:
-        into.append(_read_once(client, matchers, start_ms, end_ms))
+        into.append(_read_once(client, matchers, start_ms, end_ms, _streamed()))
         return
     except QueryError as exc:
         if SAMPLE_LIMIT not in str(exc):

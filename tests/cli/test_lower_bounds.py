@@ -89,7 +89,8 @@ def test_the_lower_bounds_file_pins_each_runtime_dependency_at_its_declared_lowe
 
 def test_the_dev_lock_satisfies_the_declared_ranges() -> None:
     locked = _pins(REPO_ROOT / "constraints" / "dev.txt")
-    for text in [*PYPROJECT["project"]["dependencies"], *PYPROJECT["project"]["optional-dependencies"]["dev"]]:
+    extras = PYPROJECT["project"]["optional-dependencies"]
+    for text in [*PYPROJECT["project"]["dependencies"], *extras["dev"], *extras["backtest"]]:
         req = Requirement(text)
         assert req.specifier.contains(locked[canonicalize_name(req.name)]), f"constraints/dev.txt breaks {req}"
 

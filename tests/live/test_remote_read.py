@@ -19,7 +19,7 @@ import cramjam
 import numpy as np
 import pytest
 
-from compiler.live import remote_read
+from compiler.live import remote_read, xor_chunks
 from compiler.live.client import Access, Client, LiveError
 from compiler.live.remote_read import RawSeries, is_stale, read_raw
 from compiler.promql import Matcher
@@ -98,6 +98,44 @@ def data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, i
         ) as small,
     ):
         yield prom.url, small.url, start_ms, end_ms + STEP_MS
+
+
+# the tests of the server's sample limit: the streamed mode has none (storage/remote/read_handler.go@v2.42.0)
+SAMPLES_ONLY = {
+    "test_a_query_over_the_servers_sample_limit_is_split",
+    "test_no_sample_is_lost_or_doubled_at_a_split_point",
+    "test_a_millisecond_over_the_limit_is_refused_naming_the_selector",
+}
+
+# the tests that compare both modes (they switch it themselves)
+BOTH_MODES = {
+    "test_streamed_chunks_equal_the_samples_bit_for_bit",
+    "test_a_series_split_over_frames_is_joined",
+    "test_head_chunks_with_stale_markers_equal_the_samples",
+}
+
+
+@pytest.fixture(autouse=True, params=["streamed", "samples"])
+def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every test in both modes: the XOR chunks decoded here (when numba is installed), or the samples (forced,
+    as without numba); a test against a real Prometheus in the streamed mode must have read chunks."""
+    streamed = request.param == "streamed"
+    if streamed and (xor_chunks.kernels() is None or request.function.__name__ in SAMPLES_ONLY):
+        pytest.skip("the samples mode only")
+    if not streamed and request.function.__name__ in BOTH_MODES:
+        pytest.skip("compares both modes itself")
+    monkeypatch.setattr(remote_read, "STREAMED", streamed)
+    decoded: list[int] = []
+    original = xor_chunks.decode_stream
+
+    def counting(*args: Any) -> list[RawSeries] | None:
+        decoded.append(1)
+        return original(*args)
+
+    monkeypatch.setattr(xor_chunks, "decode_stream", counting)
+    yield request.param
+    if {"data", "scraped", "framed"} & set(request.fixturenames):
+        assert bool(decoded) == streamed
 
 
 def api_samples(
@@ -294,6 +332,9 @@ def answer(body: bytes, status: int = 200, content_type: str = "application/x-pr
     return route
 
 
+STREAMED_TYPE = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
+
+
 @pytest.mark.parametrize(
     ("route", "words"),
     [
@@ -303,13 +344,18 @@ def answer(body: bytes, status: int = 200, content_type: str = "application/x-pr
         (answer(bytes(cramjam.snappy.compress_raw(b"\x0a\x04\x0a\x02\x12\x09"))), "malformed ReadResponse"),
         (answer(b"\xff\xff\xff\xff\xff\x01" + b"\x00" * 20), "once decompressed"),  # declares 2^35 bytes
         (answer(b"boom\nsecond line", 500, "text/plain"), "answered HTTP 500: boom"),
+        (answer(b"\x05\x00\x00\x00\x00garbage", 200, STREAMED_TYPE), "ChunkedReadResponse"),
+        (answer(b"\xff" * 12, 200, STREAMED_TYPE), "ChunkedReadResponse"),
     ],
 )
 def test_a_server_that_is_not_a_prometheus_is_a_one_line_error(route: servers.Route, words: str) -> None:
     seen: servers.Seen = []
     with servers.hostile(route, seen) as url, pytest.raises(LiveError) as caught:
         read_raw(Client(Access(url, timeout_s=10)), [name("up")], 0, 1000)
+    if "ChunkedReadResponse" in words and not remote_read._streamed():
+        words = "not asked for"  # a streamed answer to a request for samples
     assert words in str(caught.value) and "\n" not in str(caught.value)
+    assert '{__name__="up"}' in str(caught.value) or "ChunkedReadResponse" not in words
 
 
 def test_the_request_carries_the_clients_credentials_and_the_remote_read_headers(tmp_path: Path) -> None:
@@ -330,5 +376,86 @@ def test_the_request_carries_the_clients_credentials_and_the_remote_read_headers
     assert headers["Authorization"] == "Bearer s3cret"
     assert headers["Content-Encoding"] == "snappy" and headers["X-Prometheus-Remote-Read-Version"] == "0.1.0"
     assert bytes(cramjam.snappy.decompress_raw(bodies[0])) == remote_read.encode_read_request(
-        [name("up"), Matcher("job", "=~", "a.*")], 5, 6
+        [name("up"), Matcher("job", "=~", "a.*")], 5, 6, remote_read._streamed()
     )
+
+
+# -- the streamed mode answers bit for bit what the samples mode does -------------------------------------
+
+
+def both_modes(url: str, metric: str, start_ms: int, end_ms: int) -> tuple[list[RawSeries], list[RawSeries]]:
+    """What ``read_raw`` answers streamed and with samples (back to back; the mode fixture's switch aside)."""
+    answers = []
+    for streamed in (True, False):
+        setattr(remote_read, "STREAMED", streamed)  # noqa: B010 - the mode fixture restores it
+        answers.append(read_raw(Client(Access(url, timeout_s=60)), [name(metric)], start_ms, end_ms))
+    return answers[0], answers[1]
+
+
+def assert_identical(streamed: list[RawSeries], samples: list[RawSeries]) -> None:
+    """Labels, order, timestamps and values as uint64 bits (every NaN, the stale marker among them)."""
+    assert [item.labels for item in streamed] == [item.labels for item in samples]
+    for mine, theirs in zip(streamed, samples, strict=True):
+        assert mine.timestamps.dtype == theirs.timestamps.dtype and mine.values.dtype == theirs.values.dtype
+        assert mine.timestamps.tolist() == theirs.timestamps.tolist()
+        assert mine.values.view(np.uint64).tolist() == theirs.values.view(np.uint64).tolist()
+
+
+@pytest.fixture(scope="module")
+def framed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int, int]]:
+    """The data set in a Prometheus that cuts its streamed frames at 1 KiB, so that a series of three chunks
+    comes over several frames."""
+    end_ms = int(time.time()) // 3600 * 3600 * 1000 - 3 * 3600_000
+    start_ms = end_ms - (POINTS - 1) * STEP_MS
+    workdir = tmp_path_factory.mktemp("rread-framed")
+    flags = ("--storage.remote.read-max-bytes-in-frame=1024",)
+    with servers.prometheus(workdir, [], None, servers.backfill(openmetrics(start_ms), workdir), flags) as prom:
+        yield prom.url, start_ms, end_ms + STEP_MS
+
+
+@pytest.mark.parametrize("metric", ["rr_requests_total", "rr_temperature", "rr_gappy"])
+@pytest.mark.parametrize("cut", ["whole", "mid-chunk"])
+def test_streamed_chunks_equal_the_samples_bit_for_bit(data: tuple[str, str, int, int], metric: str, cut: str) -> None:
+    url, _, start_ms, end_ms = data
+    if cut == "mid-chunk":  # both ends inside a chunk of 120 samples, off the sample grid at one end
+        start_ms, end_ms = start_ms + 37 * STEP_MS + 1, start_ms + 250 * STEP_MS
+    streamed, samples = both_modes(url, metric, start_ms - 3600_000 if cut == "whole" else start_ms, end_ms)
+    assert samples and sum(item.timestamps.size for item in samples) > 50
+    assert_identical(streamed, samples)
+
+
+def test_a_series_split_over_frames_is_joined(framed: tuple[str, int, int]) -> None:
+    url, start_ms, end_ms = framed
+    client = Client(Access(url, timeout_s=60))
+    body = bytes(
+        cramjam.snappy.compress_raw(remote_read.encode_read_request([name("rr_temperature")], 0, end_ms, True))
+    )
+    raw = client.request(f"{url}/api/v1/read", body, remote_read._HEADERS, "test", 1 << 30)
+    module = xor_chunks.kernels()
+    assert module is not None
+    arr = np.zeros(len(raw) + 16, np.uint8)
+    arr[: len(raw)] = np.frombuffer(raw, np.uint8)
+    _, chunks = xor_chunks._walk(module, arr, len(raw))
+    assert len(set(chunks[:, 0].tolist())) > 6  # more frames than the six series
+    for metric in ("rr_temperature", "rr_requests_total"):
+        streamed, samples = both_modes(url, metric, start_ms + 100 * STEP_MS + 7, end_ms)
+        assert len(samples) == {"rr_temperature": 6, "rr_requests_total": 1}[metric]
+        assert_identical(streamed, samples)
+
+
+def test_head_chunks_with_stale_markers_equal_the_samples(scraped: tuple[str, dict[str, bool]]) -> None:
+    url, exposed = scraped
+    begin = int(time.time() * 1000) - 60_000
+
+    def flappy() -> list[RawSeries]:
+        return read_raw(Client(Access(url)), [name("rr_flappy")], begin, int(time.time() * 1000) + 60_000)
+
+    assert servers.wait_until(lambda: bool(got := flappy()) and got[0].timestamps.size >= 3, 60)
+    exposed["flappy"] = False
+    assert servers.wait_until(lambda: bool(got := flappy()) and bool(is_stale(got[0].values[-1:])[0]), 60)
+    now = int(time.time() * 1000)
+    streamed, samples = both_modes(url, "rr_flappy", begin, now)
+    assert is_stale(samples[0].values).sum() == 1
+    assert_identical(streamed, samples)
+    middle = (int(samples[0].timestamps[0]) + int(samples[0].timestamps[-1])) // 2
+    assert_identical(*both_modes(url, "rr_flappy", middle, now))  # a cut inside the head chunk

@@ -1,0 +1,149 @@
+"""The streamed remote read (``STREAMED_XOR_CHUNKS``): the server copies its stored Gorilla XOR chunks (about
+1.4 bytes a sample) instead of decoding them and re-encoding every sample as protobuf, and the chunks are
+decoded here by the compiled kernels of ``compiler.live.xor_kernels`` (numba, an optional dependency: the
+``backtest`` extra). ``kernels()`` imports them on first use only, so that commands that make no remote read
+do not pay numba's import; without numba the remote read asks for samples, as before.
+
+The answer is bit for bit what the SAMPLES response type gives: the server sends whole chunks, which may
+start before or end after the range and, in a series, overlap (prompb/types.proto ChunkedSeries@v2.42.0), so
+the samples are cut to [start, end] (both included) and a timestamp seen twice is kept once (the first, in
+chunk order). A series split over several frames (``--storage.remote.read-max-bytes-in-frame``) comes again
+with the same labels and is joined. A chunk of another encoding (a native histogram) makes the caller ask
+for samples instead, which is what the SAMPLES mode answers for it (storage/remote/codec.go ToQueryResult@v2.42.0
+stops a series at its first histogram sample).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from types import ModuleType
+
+import numpy as np
+
+from compiler.live.client import AnswerTooBigError
+from compiler.live.remote_read import MalformedError, RawSeries, _label
+
+CONTENT_TYPE = "application/x-streamed-protobuf"
+# A frame longer than this is refused (the server's --storage.remote.read-max-bytes-in-frame defaults to 1 MiB).
+MAX_FRAME_BYTES = 64 * 1024 * 1024
+_XOR = (1, 0x81)  # chunkenc.EncXOR, and EncOOOXOR (the same bytes; tsdb/chunkenc/chunk.go@v2.42.0)
+_PAD = 16
+_ERRORS = {
+    1: "a truncated frame or message",
+    2: "a frame whose CRC32C does not match its data",
+    3: f"a frame longer than {MAX_FRAME_BYTES // (1024 * 1024)} MiB",
+    4: "a field of an unknown wire type or longer than its message",
+    5: "a malformed varint",
+    6: "an XOR value window wider than 64 bits",
+}
+_lock = threading.Lock()
+_loaded: list[ModuleType | None] = []
+
+
+def kernels() -> ModuleType | None:
+    """The compiled kernels, or None when numba cannot be imported (imported once, on first use)."""
+    with _lock:
+        if not _loaded:
+            try:
+                _loaded.append(importlib.import_module("compiler.live.xor_kernels"))
+            except ImportError:
+                _loaded.append(None)
+        return _loaded[0]
+
+
+def warm() -> bool:
+    """Compile the kernels now (about 9 s of numba's JIT, once a process): before forking workers, so that each
+    does not compile them again. False when numba is not installed."""
+    if not _streamed_available():
+        return False
+    decode_stream(b"", 0, 0, 1)  # an empty answer goes through every kernel, with the types real ones have
+    return True
+
+
+def _streamed_available() -> bool:
+    return kernels() is not None
+
+
+def _walk(module: ModuleType, arr: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every Label message (part, start, stop) and chunk (part, min ms, max ms, encoding, data start, length)."""
+    state = np.zeros(4, np.int64)
+    empty = np.zeros((0, 6), np.int64)
+    code = module.walk(arr, size, MAX_FRAME_BYTES, False, empty, empty, state)
+    if code:
+        raise MalformedError(f"{_ERRORS.get(code, 'garbage')} at byte {state[3]}")
+    labels, chunks = np.zeros((state[1], 3), np.int64), np.zeros((state[2], 6), np.int64)
+    state[:] = 0
+    module.walk(arr, size, MAX_FRAME_BYTES, True, labels, chunks, state)
+    return labels, chunks
+
+
+def _samples(
+    module: ModuleType, arr: np.ndarray, chunks: np.ndarray, max_samples: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stamps and values of every chunk, in order, and where each chunk's start (one more entry)."""
+    starts, sizes = chunks[:, 4], chunks[:, 5]
+    if np.any(sizes < 2):
+        raise MalformedError("a chunk shorter than its 2-byte header")
+    counts = (arr[starts].astype(np.int64) << 8) | arr[starts + 1]
+    if np.any(counts > 4 * sizes + 2):  # past its first two, a sample takes two bits at least
+        raise MalformedError("a chunk that claims more samples than its bytes can hold")
+    offsets = np.zeros(counts.size + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    if offsets[-1] > max_samples:
+        raise AnswerTooBigError(f"{int(offsets[-1]):,} samples in one answer, more than the limit of {max_samples:,}")
+    stamps, values = np.empty(offsets[-1], np.uint64), np.empty(offsets[-1], np.uint64)
+    code, chunk = module.decode(arr, starts, sizes, offsets, stamps, values)
+    if code:
+        problem = "truncated XOR data" if code == 1 else _ERRORS.get(code, "garbage")
+        raise MalformedError(f"chunk {chunk} holds {problem} (its header claims {counts[chunk]} samples)")
+    return stamps.view(np.int64), values.view(np.float64), offsets
+
+
+def _parts(arr: np.ndarray, labels: np.ndarray, parts: int) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """Each part's series (consecutive parts with the same label bytes are one series split over frames)."""
+    series_of = np.zeros(parts, np.int64)
+    found: list[dict[str, str]] = []
+    ends = np.searchsorted(labels[:, 0], np.arange(parts + 1))
+    buf = arr.data
+    last = b"\x00"
+    for part in range(parts):
+        rows = labels[ends[part] : ends[part + 1]]
+        key = b"".join(bytes(buf[start:stop]) + b"\x00" for _, start, stop in rows.tolist())
+        if key != last:
+            found.append(dict(_label(buf, start, stop) for _, start, stop in rows.tolist()))
+            last = key
+        series_of[part] = len(found) - 1
+    return series_of, found
+
+
+def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> list[RawSeries] | None:
+    """The series of a streamed answer, cut to [start_ms, end_ms]; None when a chunk is not XOR (ask for
+    samples). ``MalformedError`` for anything that is not such an answer, never another exception."""
+    module = kernels()
+    assert module is not None, "decode_stream without numba"
+    arr = np.zeros(len(raw) + _PAD, np.uint8)
+    arr[: len(raw)] = np.frombuffer(raw, np.uint8)
+    labels, chunks = _walk(module, arr, len(raw))
+    if chunks.shape[0] and not np.isin(chunks[:, 3], _XOR).all():
+        return None
+    try:
+        series_of, found = _parts(arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0)
+    except UnicodeDecodeError as exc:
+        raise MalformedError("a label that is not UTF-8") from exc
+    stamps, values, offsets = _samples(module, arr, chunks, max_samples)
+    owner = np.repeat(series_of[chunks[:, 0]], np.diff(offsets))
+    keep = (stamps >= start_ms) & (stamps <= end_ms)
+    stamps, values, owner = stamps[keep], values[keep], owner[keep]
+    bounds = np.searchsorted(owner, np.arange(len(found) + 1))
+    out = []
+    for index, labels_of in enumerate(found):
+        times, vals = stamps[bounds[index] : bounds[index + 1]], values[bounds[index] : bounds[index + 1]]
+        if times.size > 1 and not np.all(times[1:] > times[:-1]):  # overlapping chunks
+            order = np.argsort(times, kind="stable")
+            times, vals = times[order], vals[order]
+            first = np.concatenate(([True], times[1:] != times[:-1]))
+            times, vals = times[first], vals[first]
+        if times.size:
+            out.append(RawSeries(labels_of, times, vals))
+    return out

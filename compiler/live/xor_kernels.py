@@ -1,0 +1,335 @@
+"""The compiled half of the streamed remote read (numba, imported only when a remote read happens; see
+``compiler.live.xor_chunks``): the frames' CRC32C, the protobuf walk that finds every label and chunk, and the
+Gorilla XOR decoder of all the chunks of an answer in one call.
+
+Frames are ``uvarint(size)``, a big-endian CRC32 Castagnoli of the data, then a ``ChunkedReadResponse``
+(storage/remote/chunked.go ChunkedWriter.Write@v2.42.0); ``ChunkedReadResponse{repeated ChunkedSeries = 1;
+int64 query_index = 2}``, ``ChunkedSeries{repeated Label labels = 1; repeated Chunk chunks = 2}``, ``Chunk{int64
+min_time_ms = 1; int64 max_time_ms = 2; Encoding type = 3; bytes data = 4}`` (prompb/remote.proto,
+prompb/types.proto@v2.42.0). The XOR chunk format is tsdb/chunkenc/xor.go@v2.42.0 (xorAppender.Append,
+xorIterator.Next, xorRead).
+
+Nothing here trusts the bytes: every read is checked against the end of its message or chunk first, and the
+buffer carries 16 zero bytes after the answer so that the 9-byte window of a bit read at its last bit stays
+inside. Errors are codes (below), turned into one-line messages by the caller.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+OK, TRUNCATED, BAD_CRC, TOO_BIG, BAD_FIELD, BAD_VARINT, BAD_WINDOW = range(7)
+U8, U64 = np.uint64(8), np.uint64(64)
+Array = Any  # numba's arrays, untyped for mypy
+
+
+def _crc_table() -> np.ndarray:
+    table = np.zeros(256, np.int64)
+    for index in range(256):
+        crc = index
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+        table[index] = crc
+    return table
+
+
+CRC_TABLE = _crc_table()
+
+
+@njit(cache=False, nogil=True)
+def crc32c(buf: Array, start: int, stop: int, table: Array) -> int:
+    crc = 0xFFFFFFFF
+    for index in range(start, stop):
+        crc = table[(crc ^ buf[index]) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+@njit(cache=False, nogil=True, inline="always")
+def _uvarint(buf: Array, pos: int, end: int) -> tuple[int, int]:
+    """A byte-aligned uvarint in buf[pos:end] as int64 (its bits), and the position after it (-1: truncated)."""
+    value = np.uint64(0)
+    shift = 0
+    while True:
+        if pos >= end or shift > 63:
+            return 0, -1
+        byte = buf[pos]
+        pos += 1
+        value |= np.uint64(byte & 0x7F) << np.uint64(shift)
+        if byte < 0x80:
+            return int(np.int64(value)), pos  # numba: an int64
+        shift += 7
+
+
+@njit(cache=False, nogil=True)
+def _skip(buf: Array, key: int, pos: int, end: int) -> int:
+    wire = key & 7
+    if wire == 0:
+        return _uvarint(buf, pos, end)[1]
+    if wire == 1:
+        pos += 8
+    elif wire == 5:
+        pos += 4
+    elif wire == 2:
+        size, pos = _uvarint(buf, pos, end)
+        if pos < 0 or size < 0:
+            return -1
+        pos += size
+    else:
+        return -1
+    return pos if pos <= end else -1
+
+
+@njit(cache=False, nogil=True)
+def walk(buf: Array, n: int, max_frame: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
+    """Every frame of buf[:n]: checks its CRC (first pass) and counts (state: parts, labels, chunks) or
+    records (``fill``) each label (part, start, stop of the Label message) and chunk (part, min ms, max ms,
+    encoding, data start, data length). ``state[3]``: where the first error is."""
+    pos = 0
+    while pos < n:
+        state[3] = pos
+        size, pos = _uvarint(buf, pos, n)
+        if pos < 0 or size < 0:
+            return TRUNCATED
+        if size > max_frame:
+            return TOO_BIG
+        stop = pos + 4 + size
+        if stop > n:
+            return TRUNCATED
+        if not fill:
+            want = (np.int64(buf[pos]) << 24) | (np.int64(buf[pos + 1]) << 16)
+            want |= (np.int64(buf[pos + 2]) << 8) | np.int64(buf[pos + 3])
+            if crc32c(buf, pos + 4, stop, CRC_TABLE) != want:
+                return BAD_CRC
+        code = _response(buf, pos + 4, stop, fill, labels, chunks, state)
+        if code != OK:
+            return code
+        pos = stop
+    return OK
+
+
+@njit(cache=False, nogil=True)
+def _message(buf: Array, pos: int, end: int) -> tuple[int, int]:
+    """The bounds of a length-delimited field's value at ``pos`` (start -1: it does not fit)."""
+    size, pos = _uvarint(buf, pos, end)
+    if pos < 0 or size < 0 or size > end - pos:
+        return -1, -1
+    return pos, pos + size
+
+
+@njit(cache=False, nogil=True)
+def _response(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
+    while pos < end:
+        key, pos = _uvarint(buf, pos, end)
+        if pos < 0:
+            return TRUNCATED
+        if key == 0x0A:  # ChunkedSeries
+            pos, stop = _message(buf, pos, end)
+            if pos < 0:
+                return TRUNCATED
+            code = _series(buf, pos, stop, fill, labels, chunks, state)
+            if code != OK:
+                return code
+            state[0] += 1
+            pos = stop
+        else:
+            pos = _skip(buf, key, pos, end)
+            if pos < 0:
+                return BAD_FIELD
+    return OK
+
+
+@njit(cache=False, nogil=True)
+def _series(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
+    part = state[0]
+    while pos < end:
+        key, pos = _uvarint(buf, pos, end)
+        if pos < 0:
+            return TRUNCATED
+        if key == 0x0A or key == 0x12:  # Label, Chunk
+            pos, stop = _message(buf, pos, end)
+            if pos < 0:
+                return TRUNCATED
+            if key == 0x0A:
+                if fill:
+                    labels[state[1], 0], labels[state[1], 1], labels[state[1], 2] = part, pos, stop
+                state[1] += 1
+            else:
+                if not _chunk(buf, pos, stop, fill, chunks, state[2], part):
+                    return BAD_FIELD
+                state[2] += 1
+            pos = stop
+        else:
+            pos = _skip(buf, key, pos, end)
+            if pos < 0:
+                return BAD_FIELD
+    return OK
+
+
+@njit(cache=False, nogil=True)
+def _chunk(buf: Array, pos: int, end: int, fill: bool, chunks: Array, index: int, part: int) -> bool:
+    low = high = kind = 0
+    data, size = end, 0
+    while pos < end:
+        key, pos = _uvarint(buf, pos, end)
+        if pos < 0:
+            return False
+        if key == 0x08 or key == 0x10 or key == 0x18:
+            value, pos = _uvarint(buf, pos, end)
+            if key == 0x08:
+                low = value
+            elif key == 0x10:
+                high = value
+            else:
+                kind = value
+        elif key == 0x22:
+            data, pos = _message(buf, pos, end)
+            size = pos - data
+        else:
+            pos = _skip(buf, key, pos, end)
+        if pos < 0:
+            return False
+    if fill:
+        chunks[index, 0], chunks[index, 1], chunks[index, 2] = part, low, high
+        chunks[index, 3], chunks[index, 4], chunks[index, 5] = kind, data, size
+    return True
+
+
+# -- the XOR chunks ----------------------------------------------------------------------------------
+
+
+@njit(cache=False, nogil=True, inline="always")
+def _bits(buf: Array, pos: int, count: int) -> np.uint64:
+    """``count`` (1 to 64) bits from bit ``pos`` of buf, most significant first (the caller checked that they
+    are inside the chunk; the 16 bytes of padding keep the 9-byte window inside the buffer)."""
+    at = pos >> 3
+    off = pos & 7
+    size = min((off + count + 7) >> 3, 8)  # the bytes that hold them (a ninth below)
+    word = np.uint64(0)
+    for index in range(size):
+        word = (word << U8) | np.uint64(buf[at + index])
+    word = (word << np.uint64(64 - 8 * size)) << np.uint64(off)
+    if off + count > 64:
+        word |= np.uint64(buf[at + 8]) >> np.uint64(8 - off)
+    return word >> np.uint64(64 - count)
+
+
+@njit(cache=False, nogil=True, inline="always")
+def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
+    """binary.ReadUvarint over the bit stream: at most 10 bytes, the tenth at most 1 (-1: truncated, -2:
+    overlong)."""
+    value = np.uint64(0)
+    for index in range(10):
+        if pos + 8 > end:
+            return value, -1
+        byte = _bits(buf, pos, 8)
+        pos += 8
+        if byte < 0x80:
+            if index == 9 and byte > 1:
+                return value, -2
+            return value | (byte << np.uint64(7 * index)), pos
+        value |= (byte & np.uint64(0x7F)) << np.uint64(7 * index)
+    return value, -2
+
+
+@njit(cache=False, nogil=True, inline="always")
+def _xor(
+    buf: Array, pos: int, end: int, value: np.uint64, leading: int, trailing: int
+) -> tuple[int, np.uint64, int, int]:
+    """xorRead: the next value from ``value`` and the window (leading, trailing zeros) it uses. Position -1:
+    truncated, -2: a window wider than 64 bits."""
+    if pos + 1 > end:
+        return -1, value, leading, trailing
+    if _bits(buf, pos, 1) == 0:
+        return pos + 1, value, leading, trailing
+    if pos + 2 > end:
+        return -1, value, leading, trailing
+    if _bits(buf, pos + 1, 1) == 0:
+        pos += 2
+        size = 64 - leading - trailing
+    else:
+        if pos + 13 > end:
+            return -1, value, leading, trailing
+        leading = int(np.int64(_bits(buf, pos + 2, 5)))
+        size = int(np.int64(_bits(buf, pos + 7, 6)))
+        pos += 13
+        if size == 0:
+            size = 64  # 64 significant bits are written as 0 in 6 bits
+        if leading + size > 64:
+            return -2, value, leading, trailing
+        trailing = 64 - leading - size
+    if pos + size > end:
+        return -1, value, leading, trailing
+    value ^= _bits(buf, pos, size) << np.uint64(trailing)
+    return pos + size, value, leading, trailing
+
+
+@njit(cache=False, nogil=True, inline="always")
+def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
+    """A delta of delta: prefix 0, 10, 110, 1110, 1111 then 0, 14, 17, 20, 64 bits (-1: truncated)."""
+    ones = 0
+    while ones < 4:
+        if pos + 1 > end:
+            return -1, np.uint64(0)
+        bit = _bits(buf, pos, 1)
+        pos += 1
+        if bit == 0:
+            break
+        ones += 1
+    if ones == 0:
+        return pos, np.uint64(0)
+    size = 14 if ones == 1 else 17 if ones == 2 else 20 if ones == 3 else 64
+    if pos + size > end:
+        return -1, np.uint64(0)
+    bits = _bits(buf, pos, size)
+    if size < 64 and bits > (np.uint64(1) << np.uint64(size - 1)):
+        bits -= np.uint64(1) << np.uint64(size)  # negative, in two's complement (wraps)
+    return pos + size, bits
+
+
+@njit(cache=False, nogil=True)
+def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, stamps: Array, values: Array) -> int:
+    """Decode one XOR chunk (buf[start:start+size], its 2-byte count already read) into stamps/values from
+    ``first``."""
+    pos, end = (start + 2) * 8, (start + size) * 8
+    leading = trailing = 0
+    raw, pos = _bit_uvarint(buf, pos, end)
+    if pos == -2:
+        return BAD_VARINT
+    if pos < 0 or pos + 64 > end:
+        return TRUNCATED
+    stamp = (raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))  # zigzag
+    value = _bits(buf, pos, 64)
+    pos += 64
+    stamps[first], values[first] = stamp, value
+    delta = np.uint64(0)
+    for index in range(1, count):
+        if index == 1:
+            delta, pos = _bit_uvarint(buf, pos, end)
+        else:
+            pos, dod = _dod(buf, pos, end)
+            delta += dod
+        if pos < 0:
+            return TRUNCATED if pos == -1 else BAD_VARINT
+        stamp += delta
+        pos, value, leading, trailing = _xor(buf, pos, end, value, leading, trailing)
+        if pos < 0:
+            return TRUNCATED if pos == -1 else BAD_WINDOW
+        stamps[first + index], values[first + index] = stamp, value
+    return OK
+
+
+@njit(cache=False, nogil=True)
+def decode(buf: Array, starts: Array, sizes: Array, offsets: Array, stamps: Array, values: Array) -> tuple[int, int]:
+    """Every chunk c (buf[starts[c]:starts[c]+sizes[c]]) into stamps/values (uint64 bits) from offsets[c] to
+    offsets[c + 1]; (error code, the failing chunk)."""
+    for chunk in range(starts.size):
+        count = offsets[chunk + 1] - offsets[chunk]
+        if count == 0:
+            continue
+        code = _chunk_samples(buf, starts[chunk], sizes[chunk], offsets[chunk], count, stamps, values)
+        if code != OK:
+            return code, chunk
+    return OK, -1

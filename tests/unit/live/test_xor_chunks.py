@@ -1,0 +1,296 @@
+"""The streamed remote read's decoder (``compiler.live.xor_chunks``) on hand-built answers: XOR chunks written by
+a small pure-Python encoder that follows tsdb/chunkenc/xor.go@v2.42.0 (every delta-of-delta bucket, value
+windows reused and new, 64 significant bits, NaN, infinities, the stale marker), frames with their CRC32C, a
+series split over frames, overlapping chunks, the range cut; then hostile answers: a one-line
+``MalformedError``, never an IndexError or a numba exception. Chunks Prometheus itself wrote are checked in
+tests/live/test_remote_read.py."""
+
+from __future__ import annotations
+
+import math
+import random
+import struct
+
+import numpy as np
+import pytest
+
+from compiler.live import xor_chunks
+from compiler.live.client import AnswerTooBigError
+from compiler.live.remote_read import STALE_NAN_BITS, MalformedError, RawSeries
+
+pytestmark = pytest.mark.skipif(xor_chunks.kernels() is None, reason="numba is not installed")
+
+STALE = struct.unpack("<d", struct.pack("<Q", STALE_NAN_BITS))[0]
+NOW = 1_764_000_000_000
+
+
+class Bits:
+    """tsdb/chunkenc/bstream.go: bits most significant first."""
+
+    def __init__(self) -> None:
+        self.bits: list[int] = []
+
+    def write(self, value: int, count: int) -> None:
+        self.bits += [(value >> (count - 1 - index)) & 1 for index in range(count)]
+
+    def byte(self, value: int) -> None:
+        self.write(value, 8)
+
+    def data(self) -> bytes:
+        padded = self.bits + [0] * (-len(self.bits) % 8)
+        return bytes(int("".join(map(str, padded[i : i + 8])), 2) for i in range(0, len(padded), 8))
+
+
+def _uvarint(value: int) -> bytes:
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def _float_bits(value: float) -> int:
+    bits: int = struct.unpack(">Q", struct.pack(">d", value))[0]
+    return bits
+
+
+def _bit_range(value: int, size: int) -> bool:
+    return -((1 << (size - 1)) - 1) <= value <= 1 << (size - 1)
+
+
+def _write_value(out: Bits, delta: int, window: list[int]) -> None:
+    """xorWrite: ``window`` is (leading, trailing), leading 0xff before the first."""
+    if delta == 0:
+        out.write(0, 1)
+        return
+    out.write(1, 1)
+    leading = min(64 - delta.bit_length(), 31)
+    trailing = (delta & -delta).bit_length() - 1
+    if window[0] != 0xFF and leading >= window[0] and trailing >= window[1]:
+        out.write(0, 1)
+        out.write(delta >> window[1], 64 - window[0] - window[1])
+        return
+    window[:] = [leading, trailing]
+    out.write(1, 1)
+    out.write(leading, 5)
+    significant = 64 - leading - trailing
+    out.write(significant & 63, 6)  # 64 is written as 0
+    out.write(delta >> trailing, significant)
+
+
+def xor_chunk(samples: list[tuple[int, float]]) -> bytes:
+    """xorAppender.Append of every sample."""
+    out = Bits()
+    out.write(len(samples), 16)
+    window = [0xFF, 0]
+    last_t = last_delta = last_v = 0
+    for index, (stamp, value) in enumerate(samples):
+        bits = _float_bits(value)
+        if index == 0:
+            for byte in _uvarint((stamp << 1) ^ (stamp >> 63)):  # zigzag varint
+                out.byte(byte)
+            out.write(bits, 64)
+        elif index == 1:
+            for byte in _uvarint(stamp - last_t):
+                out.byte(byte)
+            _write_value(out, bits ^ last_v, window)
+        else:
+            dod = (stamp - last_t) - last_delta
+            if dod == 0:
+                out.write(0, 1)
+            else:
+                prefix = (
+                    next((p, s) for p, s in ((0b10, 14), (0b110, 17), (0b1110, 20)) if _bit_range(dod, s))
+                    if (_bit_range(dod, 20))
+                    else (0b1111, 64)
+                )
+                out.write(prefix[0], prefix[0].bit_length())
+                out.write(dod & ((1 << prefix[1]) - 1), prefix[1])
+            _write_value(out, bits ^ last_v, window)
+        if index:
+            last_delta = stamp - last_t
+        last_t, last_v = stamp, bits
+    return out.data()
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _uvarint(number << 3 | 2) + _uvarint(len(payload)) + payload
+
+
+def _crc32c(data: bytes) -> int:
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0x82F63B78 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def frame(labels: dict[str, str], chunks: list[bytes], encoding: int = 1, crc: int | None = None) -> bytes:
+    series = b"".join(_field(1, _field(1, k.encode()) + _field(2, v.encode())) for k, v in sorted(labels.items()))
+    for data in chunks:  # min and max ms are left at 0: the decoder does not use them
+        chunk = b"\x08\x00\x10\x00\x18" + _uvarint(encoding) + _field(4, data)
+        series += _field(2, chunk)
+    body = _field(1, series) + b"\x10\x00"
+    check = _crc32c(body) if crc is None else crc
+    return _uvarint(len(body)) + struct.pack(">I", check) + body
+
+
+def decode(raw: bytes, start: int = -(2**62), end: int = 2**62) -> list[RawSeries]:
+    got = xor_chunks.decode_stream(raw, start, end, 10**8)
+    assert got is not None
+    return got
+
+
+def bits_of(series: RawSeries) -> list[tuple[int, int]]:
+    return list(zip(series.timestamps.tolist(), series.values.view(np.uint64).tolist(), strict=True))
+
+
+def expected(samples: list[tuple[int, float]]) -> list[tuple[int, int]]:
+    return [(stamp, _float_bits(value)) for stamp, value in samples]
+
+
+def _intervals(first: int, dods: list[int]) -> list[int]:
+    out = [first]
+    for dod in dods:
+        out.append(out[-1] + dod)
+    return out
+
+
+def _steps(deltas: list[int], values: list[float]) -> list[tuple[int, float]]:
+    stamp, out = NOW, []
+    for delta, value in zip([0, *deltas], values, strict=False):
+        stamp += delta
+        out.append((stamp, value))
+    return out
+
+
+CASES = {
+    "one sample": [(NOW, 1.5)],
+    "two samples": [(NOW, 1.5), (NOW + 15_000, -2.0)],
+    "constant": _steps([15_000] * 200, [7.0] * 201),
+    "every dod bucket": _steps(
+        # deltas of delta 0, +1, -1001 (14 bits), 8192, -8191 (14), 8193, -65535 (17), 65537, 524288 (20),
+        # -524287 (20), 524289 (64), then 10**9 and back to 1 (64, negative)
+        _intervals(10**6, [0, 1, -1001, 8192, -8191, 8193, -65535, 65537, 524288, -524287, 524289, 10**9, -(10**9)]),
+        [float(i) for i in range(16)],
+    ),
+    "negative deltas of delta to 64 bits": _steps([10**12, 1, 10**12, 3], [1.0, 2.0, 3.0, 4.0, 5.0]),
+    "special values": _steps([1000] * 9, [0.0, math.nan, math.inf, -math.inf, STALE, -0.0, 1e-300, 5e-324, 1.0, 0.0]),
+    "64 significant bits": [
+        (NOW, 0.0),
+        (NOW + 1, struct.unpack(">d", struct.pack(">Q", 0x8000000000000001))[0]),
+        (NOW + 2, struct.unpack(">d", struct.pack(">Q", 0x7FFFFFFFFFFFFFFF))[0]),
+    ],
+    "negative first timestamp": [(-5_000, 1.0), (-4_000, 2.0), (3_000, 3.0)],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_chunk_decodes_to_what_was_encoded(case: str) -> None:
+    samples = CASES[case]
+    [got] = decode(frame({"__name__": "m"}, [xor_chunk(samples)]))
+    assert got.labels == {"__name__": "m"}
+    assert bits_of(got) == expected(samples)
+
+
+def test_random_chunks_of_120_samples_and_more_reuse_and_renew_the_value_window() -> None:
+    rng = random.Random(4)
+    for _ in range(30):
+        size = rng.choice([120, 121, 240, 500])
+        stamps = sorted(rng.sample(range(NOW, NOW + 10**8), size))
+        kinds = [lambda: rng.uniform(-1e6, 1e6), lambda: float(rng.randint(0, 3)), lambda: rng.choice([0.5, 0.25])]
+        samples = [(stamp, rng.choice(kinds)()) for stamp in stamps]
+        [got] = decode(frame({"job": "x"}, [xor_chunk(samples)]))
+        assert bits_of(got) == expected(samples)
+
+
+def test_frames_of_one_series_join_and_the_range_is_cut_inclusively() -> None:
+    first = _steps([10] * 9, [float(i) for i in range(10)])
+    second = [(stamp + 100, value + 10) for stamp, value in first]
+    other = [(NOW + 5, 42.0)]
+    raw = frame({"a": "1"}, [xor_chunk(first)]) + frame({"a": "1"}, [xor_chunk(second)])
+    raw += frame({"a": "2"}, [xor_chunk(other)])
+    whole = decode(raw)
+    assert [item.labels for item in whole] == [{"a": "1"}, {"a": "2"}]
+    assert bits_of(whole[0]) == expected(first + second)
+    cut = decode(raw, NOW + 20, NOW + 110)
+    assert bits_of(cut[0]) == expected([sample for sample in first + second if NOW + 20 <= sample[0] <= NOW + 110])
+    assert decode(raw, NOW + 6, NOW + 9) == []  # a series with no sample in the range is left out
+    assert [item.labels for item in decode(raw, NOW + 5, NOW + 5)] == [{"a": "2"}]
+
+
+def test_overlapping_chunks_keep_each_timestamp_once() -> None:
+    one = [(NOW, 1.0), (NOW + 10, 2.0), (NOW + 20, 3.0)]
+    two = [(NOW + 10, 2.0), (NOW + 15, 2.5), (NOW + 30, 4.0)]
+    [got] = decode(frame({"a": "1"}, [xor_chunk(one), xor_chunk(two)]))
+    assert got.timestamps.tolist() == [NOW, NOW + 10, NOW + 15, NOW + 20, NOW + 30]
+    assert got.values.tolist() == [1.0, 2.0, 2.5, 3.0, 4.0]
+
+
+def test_a_chunk_of_another_encoding_asks_for_samples() -> None:
+    raw = frame({"a": "1"}, [xor_chunk([(NOW, 1.0)])], encoding=2)
+    assert xor_chunks.decode_stream(raw, 0, 2**62, 10**8) is None
+
+
+def test_an_empty_answer_has_no_series() -> None:
+    assert decode(b"") == []
+
+
+GOOD = frame({"a": "1"}, [xor_chunk(_steps([15_000] * 30, [float(i % 5) for i in range(31)]))])
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (frame({"a": "1"}, [xor_chunk([(NOW, 1.0)])], crc=1), "CRC32C"),
+        (b"\xff\xff\xff\xff\x7f" + b"\x00" * 40, "longer than 64 MiB"),
+        (frame({"a": "1"}, [b"\xff\xff\x01"]), "claims more samples"),
+        (frame({"a": "1"}, [b"\x00\x03\x01\x02"]), "truncated"),
+        (frame({"a": "1"}, [b"\x00"]), "shorter than its 2-byte header"),
+        (frame({"a": "1"}, [b"\x00\x02" + b"\xff" * 11]), "malformed varint"),
+        (GOOD[:-3], "truncated"),
+        (b"\x05\x00\x00\x00\x00\x0f\x01\x02\x03\x04", "CRC32C"),
+    ],
+)
+def test_a_hostile_answer_is_a_one_line_error(raw: bytes, words: str) -> None:
+    with pytest.raises(MalformedError) as caught:
+        xor_chunks.decode_stream(raw, 0, 2**62, 10**8)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_every_truncation_and_every_flipped_byte_is_an_error_or_an_answer() -> None:
+    """Whatever the bytes, a MalformedError or series: never an IndexError or a crash of the compiled code."""
+    rng = random.Random(7)
+    body = GOOD[5:]  # the frame's data: re-framed with a right CRC, so that the decoder sees the damage
+    for cut in range(len(GOOD)):
+        with pytest.raises(MalformedError):
+            xor_chunks.decode_stream(GOOD[:cut], 0, 2**62, 10**8) if cut else _raise()
+    for _ in range(400):
+        damaged = bytearray(body)
+        damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        raw = _uvarint(len(damaged)) + struct.pack(">I", _crc32c(bytes(damaged))) + bytes(damaged)
+        try:
+            xor_chunks.decode_stream(raw, 0, 2**62, 10**8)
+        except MalformedError as exc:
+            assert "\n" not in str(exc)
+
+
+def _raise() -> None:
+    raise MalformedError("empty")
+
+
+def test_more_samples_than_the_limit_is_too_big() -> None:
+    with pytest.raises(AnswerTooBigError):
+        xor_chunks.decode_stream(GOOD, 0, 2**62, 10)
+
+
+def test_warming_compiles_every_kernel_on_the_types_of_a_real_answer() -> None:
+    assert xor_chunks.warm()
+    module = xor_chunks.kernels()
+    assert module is not None
+    signatures = {len(module.walk.signatures), len(module.decode.signatures)}
+    assert min(signatures) >= 1
+    decode(GOOD)
+    assert {len(module.walk.signatures), len(module.decode.signatures)} == signatures  # nothing compiled again
