@@ -53,7 +53,7 @@ import numpy as np
 import numpy.typing as npt
 import promql_parser as pp
 
-from compiler.live import CONCURRENCY
+from compiler.live import CONCURRENCY, xor_chunks
 from compiler.live.client import (
     MAX_POINTS_PER_QUERY,
     MAX_SAMPLES_PER_QUERY,
@@ -359,11 +359,13 @@ class Backtest:
 
     def ask_shared(self, rule_files: Sequence[tuple[bytes, int]]) -> None:
         """What specs replayed in other processes would each ask again, asked once here: the server's external
-        labels (for remote read) and when it held ``up`` over each spec's grid (``server_spans``)."""
+        labels (for remote read) and when it held ``up`` over each spec's grid (``server_spans``); the remote
+        read's compiled decoder is loaded here too, so the forked workers inherit it."""
         if self.engine != "local":
             return
         if self.fetch == self._remote_read:
             self.client.external_labels()
+            xor_chunks.warm()
         for rule_file, default_interval_ms in rule_files:
             _, full, _ = self.spec_grid(rule_file, default_interval_ms)
             try:

@@ -39,7 +39,7 @@ def _crc_table() -> np.ndarray:
 CRC_TABLE = _crc_table()
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def crc32c(buf: Array, start: int, stop: int, table: Array) -> int:
     crc = 0xFFFFFFFF
     for index in range(start, stop):
@@ -47,7 +47,7 @@ def crc32c(buf: Array, start: int, stop: int, table: Array) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _uvarint(buf: Array, pos: int, end: int) -> tuple[int, int]:
     """A byte-aligned uvarint in buf[pos:end] as int64 (its bits), and the position after it (-1: truncated)."""
     value = np.uint64(0)
@@ -63,7 +63,7 @@ def _uvarint(buf: Array, pos: int, end: int) -> tuple[int, int]:
         shift += 7
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _skip(buf: Array, key: int, pos: int, end: int) -> int:
     wire = key & 7
     if wire == 0:
@@ -82,7 +82,7 @@ def _skip(buf: Array, key: int, pos: int, end: int) -> int:
     return pos if pos <= end else -1
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def walk(buf: Array, n: int, max_frame: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
     """Every frame of buf[:n]: checks its CRC (first pass) and counts (state: parts, labels, chunks) or
     records (``fill``) each label (part, start, stop of the Label message) and chunk (part, min ms, max ms,
@@ -110,7 +110,7 @@ def walk(buf: Array, n: int, max_frame: int, fill: bool, labels: Array, chunks: 
     return OK
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _message(buf: Array, pos: int, end: int) -> tuple[int, int]:
     """The bounds of a length-delimited field's value at ``pos`` (start -1: it does not fit)."""
     size, pos = _uvarint(buf, pos, end)
@@ -119,7 +119,7 @@ def _message(buf: Array, pos: int, end: int) -> tuple[int, int]:
     return pos, pos + size
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _response(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
     while pos < end:
         key, pos = _uvarint(buf, pos, end)
@@ -141,7 +141,7 @@ def _response(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks:
     return OK
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _series(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: Array, state: Array) -> int:
     part = state[0]
     while pos < end:
@@ -168,7 +168,7 @@ def _series(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: A
     return OK
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _chunk(buf: Array, pos: int, end: int, fill: bool, chunks: Array, index: int, part: int) -> bool:
     low = high = kind = 0
     data, size = end, 0
@@ -200,7 +200,7 @@ def _chunk(buf: Array, pos: int, end: int, fill: bool, chunks: Array, index: int
 # -- the XOR chunks ----------------------------------------------------------------------------------
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _bits(buf: Array, pos: int, count: int) -> np.uint64:
     """``count`` (1 to 64) bits from bit ``pos`` of buf, most significant first (the caller checked that they
     are inside the chunk; the 16 bytes of padding keep the 9-byte window inside the buffer)."""
@@ -216,7 +216,7 @@ def _bits(buf: Array, pos: int, count: int) -> np.uint64:
     return word >> np.uint64(64 - count)
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
     """binary.ReadUvarint over the bit stream: at most 10 bytes, the tenth at most 1 (-1: truncated, -2:
     overlong)."""
@@ -234,7 +234,7 @@ def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
     return value, -2
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _xor(
     buf: Array, pos: int, end: int, value: np.uint64, leading: int, trailing: int
 ) -> tuple[int, np.uint64, int, int]:
@@ -266,7 +266,7 @@ def _xor(
     return pos + size, value, leading, trailing
 
 
-@njit(cache=False, nogil=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
     """A delta of delta: prefix 0, 10, 110, 1110, 1111 then 0, 14, 17, 20, 64 bits (-1: truncated)."""
     ones = 0
@@ -289,7 +289,7 @@ def _dod(buf: Array, pos: int, end: int) -> tuple[int, np.uint64]:
     return pos + size, bits
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, stamps: Array, values: Array) -> int:
     """Decode one XOR chunk (buf[start:start+size], its 2-byte count already read) into stamps/values from
     ``first``."""
@@ -321,7 +321,7 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
     return OK
 
 
-@njit(cache=False, nogil=True)
+@njit(cache=True, nogil=True)
 def decode(buf: Array, starts: Array, sizes: Array, offsets: Array, stamps: Array, values: Array) -> tuple[int, int]:
     """Every chunk c (buf[starts[c]:starts[c]+sizes[c]]) into stamps/values (uint64 bits) from offsets[c] to
     offsets[c + 1]; (error code, the failing chunk)."""
