@@ -683,7 +683,7 @@ class ColumnEvaluator:
                 kept = {k: v for k, v in labels.items() if k not in grouping and k != _NAME}
                 key: object = _key(kept)
             else:  # by (...): the few grouping labels' values are the key, no label set built per row
-                key = tuple(labels.get(name) for name in names)
+                key = tuple(map(labels.get, names))
                 if key in groups:
                     groups[key][1].append(row)
                     continue
@@ -759,8 +759,8 @@ class _Flat:
         if not counts.sum():
             empty = np.zeros(0, dtype=np.int64)
             return _Flat([], empty, np.zeros(0), empty, empty, empty, 0, 1)
-        ts_all = np.concatenate([one.timestamps for one in series]).astype(np.int64)
-        vs_all = np.concatenate([one.values for one in series]).astype(np.float64)
+        ts_all = np.concatenate([one.timestamps for one in series]).astype(np.int64, copy=False)
+        vs_all = np.concatenate([one.values for one in series]).astype(np.float64, copy=False)
         if fresh:
             live = ~is_stale(vs_all)
             if not live.all():
@@ -927,6 +927,10 @@ def _fold(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tu
     """Each group's aggregation at every step, folding its rows in their order as Prometheus 2.42 does: the
     k-th rows of all groups at once, k from the first."""
     n = values.shape[1]
+    if groups == len(ids):  # a group per row (``by`` keeping the series apart; ids are then the rows in order)
+        if op in ("count", "group"):
+            return np.where(present, 1.0, 0.0) if op == "count" else np.ones(values.shape), present.copy()
+        return np.where(present, values, 0.0), present.copy()
     sizes = np.bincount(ids, minlength=groups)
     if op in ("count", "group", "max", "min") or (op == "sum" and len(sizes) and int(sizes.max()) > 64):
         return _fold_wide(op, ids, groups, values, present)
