@@ -157,6 +157,11 @@ def _live_parsers(commands: Any, common: argparse.ArgumentParser) -> None:
         "slice labels, joins, first-event counters, series counts, and what would fire now. Read-only.",
     )
     preflight.add_argument("--format", choices=("table", "json"), default="table", help="output format")
+    _backtest_parser(commands, common, live)
+
+
+def _backtest_parser(commands: Any, common: argparse.ArgumentParser, live: argparse.ArgumentParser) -> None:
+    """``backtest``: when each alert would have fired over a live Prometheus's history."""
     backtest = commands.add_parser(
         "backtest",
         parents=[common, live],
