@@ -900,6 +900,8 @@ class AlertMachine:
         first step without it. The per-step machine takes what this does not (a no-data alert's judged spans,
         ``keep_firing_for``, two rows giving one alert's labels)."""
         rule = self.rule
+        if start >= len(times):  # no step to feed
+            return
         present = found.present[:, start:]
         rows = np.flatnonzero(present.any(axis=1)).tolist()
         labels = [self._alert_labels(found.labels[row]) for row in rows]
