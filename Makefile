@@ -81,9 +81,9 @@ typecheck: $(DEV) ## mypy --strict on compiler, tests and bench
 promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every generated rule file
 	promtool check rules --lint=all --lint-fatal generated/prometheus/rules/*.yaml
 
-test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (promtool, amtool, vmalert on generated/)
+test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (the lab tier beside the rest: tests/suite.py)
 	$(MAKE) --no-print-directory lint typecheck
-	$(BIN)/pytest -q -n 2 --dist worksteal --durations=25
+	$(PY) tests/suite.py
 
 test-fast: $(DEV) ## the fast tier (about 20 s): tests/unit and tests/targets, no promtool, server or other process
 	$(BIN)/pytest -q -n 2 tests/unit tests/targets
