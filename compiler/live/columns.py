@@ -28,6 +28,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
+from itertools import repeat
 from typing import Literal, Protocol
 
 import numpy as np
@@ -36,7 +37,7 @@ import promql_parser as pp
 
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, Vector, reduce_windows
 from compiler.promql import Matcher, _selector_parts, _td_ms, is_valid_label_name, parse_expr, regex
-from compiler.promql.evaluate import _absent_labels, _go_expand, _result_metric, _show, _signature
+from compiler.promql.evaluate import _absent_labels, _go_expand, _result_metric, _show
 
 Labels = dict[str, str]
 Floats = npt.NDArray[np.float64]
@@ -44,6 +45,7 @@ Bools = npt.NDArray[np.bool_]
 Ints = npt.NDArray[np.int64]
 STALE_NAN_BITS = 0x7FF0000000000002  # Prometheus's staleness marker (value.StaleNaN)
 _NAME = "__name__"
+_EMPTY = repeat("")  # the default of every label ``on(...)`` reads: map(labels.get, names, _EMPTY)
 BLOCK_CELLS = 2_000_000  # series x steps computed at once in a raw read: its temporaries stay within ~50 MB each
 _ARITHMETIC = frozenset({"+", "-", "*", "/", "%", "^", "atan2"})
 _COMPARISON = frozenset({"==", "!=", ">", "<", ">=", "<="})
@@ -111,8 +113,41 @@ def _ms(delta: timedelta | None) -> int:
     return _td_ms(delta) if delta is not None else 0
 
 
-def _key(labels: Labels) -> frozenset[tuple[str, str]]:
-    return frozenset(labels.items())
+Identity = tuple[str | None, ...]
+
+
+def identities(rows: Sequence[Labels], leave_out: Iterable[str] = ()) -> tuple[tuple[str, ...], list[Identity]]:
+    """A key per label set (without the names ``leave_out``), equal exactly when the sets are: its value, or None,
+    for every name any row has, in one order; and those names. One C-level ``map`` per row, where a frozenset of
+    its items costs several times more over the hundreds of thousands of rows of a per-node rule."""
+    names = tuple(sorted(set().union(*rows).difference(leave_out))) if rows else ()
+    return names, [tuple(map(labels.get, names)) for labels in rows]
+
+
+@dataclass(frozen=True)
+class _Signer:
+    """Vector matching's key (``compiler.promql.evaluate._signature``) for the label sets of both operands, as
+    values in one order of names: ``on(...)``'s labels ("" where missing, as Prometheus reads them), or every
+    name either side has but ``ignoring(...)``'s and ``__name__`` (None where missing)."""
+
+    names: tuple[str, ...]
+    on: bool
+
+    @staticmethod
+    def of(mod: pp.BinModifier | None, *sides: Sequence[Labels]) -> _Signer:
+        matching = mod.matching if mod is not None else None
+        if matching is not None and matching.type == pp.LabelModifierType.Include:
+            return _Signer(tuple(sorted(set(matching.labels))), on=True)
+        ignored = {*(matching.labels if matching is not None else ()), _NAME}
+        return _Signer(identities([labels for side in sides for labels in side], ignored)[0], on=False)
+
+    def keys(self, rows: Sequence[Labels]) -> list[Identity]:
+        if self.on:
+            return [tuple(map(labels.get, self.names, _EMPTY)) for labels in rows]
+        return [tuple(map(labels.get, self.names)) for labels in rows]
+
+    def shown(self, key: Identity) -> str:
+        return _show({name: value for name, value in zip(self.names, key, strict=True) if value is not None})
 
 
 def _drop_name(labels: Labels) -> Labels:
@@ -132,6 +167,8 @@ class ColumnEvaluator:
         self._asked: dict[tuple[Matcher, ...], tuple[int, Future[Sequence[RawLike]]]] = {}
         self._flats: dict[tuple[tuple[Matcher, ...], bool], tuple[Sequence[RawLike], _Flat]] = {}
         self.reach: dict[tuple[Matcher, ...], int] = {}  # how far before a step each raw selector is read
+        # A recorded selector's rows, per series set it was matched against (several rules read one record).
+        self._picked: dict[tuple[str, tuple[Matcher, ...]], tuple[Columns, Columns]] = {}
         self.errors: Bools = np.zeros(grid.n, dtype=bool)
         self.messages: dict[int, str] = {}
         self.samples_fetched = 0
@@ -305,8 +342,12 @@ class ColumnEvaluator:
         from compiler.promql.synth import matches
 
         held = self.recorded.get(name or "") or Columns.empty(self.grid.n)
-        keep = [i for i, labels in enumerate(held.labels) if matches(labels, matchers)]
-        picked = held.rows(keep)
+        earlier = self._picked.get((name or "", matchers))
+        if earlier is not None and earlier[0] is held:
+            picked = earlier[1]
+        else:
+            picked = held.rows([i for i, labels in enumerate(held.labels) if matches(labels, matchers)])
+            self._picked[name or "", matchers] = (held, picked)
         if not offset:
             return picked
         if offset % self.grid.step_ms:
@@ -438,7 +479,7 @@ class ColumnEvaluator:
                 for step, reduced in enumerate(reduce_windows(name, points, spans)):
                     if reduced is not None:
                         out_v[row, step], out_p[row, step] = reduced, True
-            return self._unique(Columns(labels, out_v, out_p))
+            return self._apart(source.labels, Columns(labels, out_v, out_p))
         acc = np.full((rows, n), math.nan)
         comp = np.zeros((rows, n))
         count = np.zeros((rows, n))
@@ -466,7 +507,7 @@ class ColumnEvaluator:
                 acc = np.where(np.isinf(acc), acc, acc + comp)
             if name == "count_over_time":
                 acc = count.copy()
-        return self._unique(Columns(labels, acc, count > 0))
+        return self._apart(source.labels, Columns(labels, acc, count > 0))
 
     def label_replace(self, args: list[pp.Expr]) -> Columns:
         inner = self.columns(args[0])
@@ -489,14 +530,17 @@ class ColumnEvaluator:
         return self._unique(Columns(out, inner.values, inner.present))
 
     def histogram_quantile(self, q: Floats, buckets: Columns) -> Columns:
-        groups: dict[frozenset[tuple[str, str]], tuple[Labels, list[tuple[float, int]]]] = {}
+        groups: dict[Identity, tuple[Labels, list[tuple[float, int]]]] = {}
+        names = identities(buckets.labels, ("le", _NAME))[0]
         for row, labels in enumerate(buckets.labels):
             try:
                 bound = float(labels.get("le", "x"))
             except ValueError:
                 continue
-            rest = {k: v for k, v in labels.items() if k not in ("le", _NAME)}
-            groups.setdefault(_key(rest), (rest, []))[1].append((bound, row))
+            key = tuple(map(labels.get, names))
+            if key not in groups:
+                groups[key] = ({k: v for k, v in zip(names, key, strict=True) if v is not None}, [])
+            groups[key][1].append((bound, row))
         if not groups:
             return Columns.empty(self.grid.n)
         members = [sorted(rows, key=lambda member: member[0]) for _, rows in groups.values()]
@@ -556,47 +600,48 @@ class ColumnEvaluator:
         return out if op in _COMPARISON and not return_bool else self._unnamed(out)
 
     def set_op(self, op: str, lhs: Columns, rhs: Columns, mod: pp.BinModifier | None) -> Columns:
-        sig = _signature(mod)
+        signer = _Signer.of(mod, lhs.labels, rhs.labels)
         if op == "or":
-            held = _present_by_key([sig(labels) for labels in lhs.labels], lhs.present, self.grid.n)
-            taken = held.rows([sig(labels) for labels in rhs.labels])
+            held = _present_by_key(signer.keys(lhs.labels), lhs.present, self.grid.n)
+            taken = held.rows(signer.keys(rhs.labels))
             out = Columns(
                 lhs.labels + rhs.labels,
                 np.vstack([lhs.values, rhs.values]),
                 np.vstack([lhs.present, rhs.present & ~taken]),
             )
-            return self._unique(out)
+            # No new clash: a right row is dropped wherever a left row with its key is present, and its key is
+            # that of any left row with its labels (each side's own clashes failed their steps already).
+            return out
         if not lhs.labels:
             return lhs
-        other = _present_by_key([sig(labels) for labels in rhs.labels], rhs.present, self.grid.n)
-        matched = other.rows([sig(labels) for labels in lhs.labels])
+        other = _present_by_key(signer.keys(rhs.labels), rhs.present, self.grid.n)
+        matched = other.rows(signer.keys(lhs.labels))
         present = lhs.present & (matched if op == "and" else ~matched)
         return Columns(lhs.labels, lhs.values, present)
 
     def vector_vector(
         self, op: str, lhs: Columns, rhs: Columns, mod: pp.BinModifier | None, return_bool: bool
     ) -> Columns:
-        match = _Match.of(op, mod, return_bool)
+        match = _Match.of(op, mod, return_bool, lhs, rhs)
         many, one = (rhs, lhs) if match.one_to_many else (lhs, rhs)
-        by_key: dict[tuple[tuple[str, str], ...], list[int]] = {}
-        for row, labels in enumerate(one.labels):
-            by_key.setdefault(match.sig(labels), []).append(row)
-        if all(len(rows) == 1 for rows in by_key.values()):
-            return self._unique_partners(match, many, one, by_key)
-        return self._shared_partners(match, many, one, self._chosen(match, one, by_key))
+        by_key: dict[Identity, list[int]] = {}
+        for row, key in enumerate(match.signer.keys(one.labels)):
+            by_key.setdefault(key, []).append(row)
+        keys = match.signer.keys(many.labels)
+        if len(by_key) == len(one.labels):
+            return self._unique_partners(match, many, one, keys, by_key)
+        return self._shared_partners(match, many, one, keys, self._chosen(match, one, by_key))
 
-    def _chosen(
-        self, match: _Match, one: Columns, by_key: dict[tuple[tuple[str, str], ...], list[int]]
-    ) -> dict[tuple[tuple[str, str], ...], Ints]:
+    def _chosen(self, match: _Match, one: Columns, by_key: dict[Identity, list[int]]) -> dict[Identity, Ints]:
         """The one side's row per key and step: its only present row; two present rows fail the step."""
-        chosen: dict[tuple[tuple[str, str], ...], Ints] = {}
+        chosen: dict[Identity, Ints] = {}
         for key, rows in by_key.items():
             clash = one.present[rows].sum(axis=0) > 1
             if clash.any():
                 side = "left" if match.one_to_many else "right"
                 self._fail(
                     clash,
-                    f"found duplicate series for the match group {_show(dict(key))} on the {side} hand-side of "
+                    f"found duplicate series for the match group {match.signer.shown(key)} on the {side} hand-side of "
                     "the operation; many-to-many matching not allowed: matching labels must be unique on one side",
                 )
             pick = np.full(self.grid.n, -1, dtype=np.int64)
@@ -606,17 +651,16 @@ class ColumnEvaluator:
         return chosen
 
     def _shared_partners(
-        self, match: _Match, many: Columns, one: Columns, chosen: dict[tuple[tuple[str, str], ...], Ints]
+        self, match: _Match, many: Columns, one: Columns, keys: list[Identity], chosen: dict[Identity, Ints]
     ) -> Columns:
         """Vector matching where a key has several series on the one side, taking turns: per step."""
         n = self.grid.n
         out_labels: list[Labels] = []
         rows_v: list[Floats] = []
         rows_p: list[Bools] = []
-        out_keys: list[tuple[tuple[str, str], ...]] = []
+        out_keys: list[Identity] = []
         steps = np.arange(n)
-        for row, labels in enumerate(many.labels):
-            key = match.sig(labels)
+        for row, (labels, key) in enumerate(zip(many.labels, keys, strict=True)):
             partner_pick = chosen.get(key)
             if partner_pick is None:
                 continue
@@ -637,11 +681,10 @@ class ColumnEvaluator:
         return self._matched(match, Columns(out_labels, np.vstack(rows_v), np.vstack(rows_p)), out_keys)
 
     def _unique_partners(
-        self, match: _Match, many: Columns, one: Columns, by_key: dict[tuple[tuple[str, str], ...], list[int]]
+        self, match: _Match, many: Columns, one: Columns, keys: list[Identity], by_key: dict[Identity, list[int]]
     ) -> Columns:
         """Vector matching when every key has one series on the one side (the usual case): each series of the
         many side has one partner, found once, and the arithmetic is one operation over all of them."""
-        keys = [match.sig(labels) for labels in many.labels]
         partner_of = [by_key[key][0] if key in by_key else -1 for key in keys]
         rows = np.array([row for row, partner in enumerate(partner_of) if partner >= 0], dtype=np.int64)
         if not len(rows):
@@ -656,10 +699,13 @@ class ColumnEvaluator:
         ]
         return self._matched(match, Columns(labels, value, present), [keys[row] for row in rows.tolist()])
 
-    def _matched(self, match: _Match, out: Columns, keys: list[tuple[tuple[str, str], ...]]) -> Columns:
+    def _matched(self, match: _Match, out: Columns, keys: list[Identity]) -> Columns:
         """The errors of a match: two series of the many side on one key at a step (one-to-one), or one label
-        set twice."""
-        if match.one_to_one and len(set(keys)) < len(keys):
+        set twice. A one-to-one result's labels are its key's (``on``'s labels, or all but ``ignoring``'s and,
+        unless a comparison keeps it, the name), so distinct keys are distinct label sets."""
+        if match.one_to_one and len(set(keys)) == len(keys):
+            return out
+        if match.one_to_one:
             counts = _present_by_key(keys, out.present, self.grid.n, count=True)
             clash = np.asarray((counts.table > 1).any(axis=0), dtype=bool)
             if clash.any():
@@ -676,28 +722,22 @@ class ColumnEvaluator:
         mod = node.modifier
         without = mod is not None and mod.type == pp.AggModifierType.Without
         grouping = set(mod.labels) if mod is not None else set()
-        groups: dict[object, tuple[Labels, list[int]]] = {}
-        names = sorted(grouping)
-        for row, labels in enumerate(inner.labels):
-            if without:
-                kept = {k: v for k, v in labels.items() if k not in grouping and k != _NAME}
-                key: object = _key(kept)
-            else:  # by (...): the few grouping labels' values are the key, no label set built per row
-                key = tuple(map(labels.get, names))
-                if key in groups:
-                    groups[key][1].append(row)
-                    continue
-                kept = {k: v for k, v in labels.items() if k in grouping}
-            groups.setdefault(key, (kept, []))[1].append(row)
+        # The grouping labels' values are the key (for ``without``: every other label's); a group's number is the
+        # order of its first row, and its label set is built once.
+        names = identities(inner.labels, grouping | {_NAME})[0] if without else tuple(sorted(grouping))
+        groups: dict[Identity, int] = {}
+        numbers = [groups.setdefault(key, len(groups)) for key in (tuple(map(row.get, names)) for row in inner.labels)]
         n = self.grid.n
         if not groups:
             return Columns.empty(n)
-        ids = np.zeros(len(inner.labels), dtype=np.int64)
-        for group, (_, rows) in enumerate(groups.values()):
-            ids[rows] = group
+        ids = np.array(numbers, dtype=np.int64)
         value, present = _fold(op, ids, len(groups), inner.values, inner.present)
         keep = np.asarray(present.any(axis=1), dtype=bool)
-        kept_labels = [labels for (labels, _), held in zip(groups.values(), keep.tolist(), strict=True) if held]
+        kept_labels = [
+            {name: label for name, label in zip(names, key, strict=True) if label is not None}
+            for key, held in zip(groups, keep.tolist(), strict=True)
+            if held
+        ]
         return Columns(kept_labels, value[keep], present[keep])
 
     # -- helpers ------------------------------------------------------------------
@@ -705,14 +745,22 @@ class ColumnEvaluator:
     def _unnamed(self, cols: Columns) -> Columns:
         """``cols`` without their metric names, checked for rows that now clash: only when the names differ (a
         vector's rows never clash where they are present, so rows of one name stay apart without it)."""
-        out = Columns([_drop_name(labels) for labels in cols.labels], cols.values, cols.present)
-        return out if len({labels.get(_NAME) for labels in cols.labels}) <= 1 else self._unique(out)
+        return self._apart(
+            cols.labels, Columns([_drop_name(labels) for labels in cols.labels], cols.values, cols.present)
+        )
+
+    def _apart(self, named: list[Labels], cols: Columns) -> Columns:
+        """``cols``, the rows of ``named`` (distinct label sets) with their names maybe dropped, checked for rows
+        that now clash: only when the names differ."""
+        return cols if len({labels.get(_NAME) for labels in named}) <= 1 else self._unique(cols)
 
     def _unique(self, cols: Columns, message: str = "vector cannot contain metrics with the same labelset") -> Columns:
         """Rows with the same labels present at the same step fail the rule there."""
-        seen: dict[frozenset[tuple[str, str]], list[int]] = {}
-        for row, labels in enumerate(cols.labels):
-            seen.setdefault(_key(labels), []).append(row)
+        seen: dict[Identity, list[int]] = {}
+        for row, identity in enumerate(identities(cols.labels)[1]):
+            seen.setdefault(identity, []).append(row)
+        if len(seen) == len(cols.labels):
+            return cols
         for rows in seen.values():
             if len(rows) > 1:
                 clash = cols.present[rows].sum(axis=0) > 1
@@ -725,10 +773,10 @@ class ColumnEvaluator:
 class _ByKey:
     """Per matching key, whether any of its series is present at each step (or how many are)."""
 
-    ids: dict[tuple[tuple[str, str], ...], int]
+    ids: dict[Identity, int]
     table: npt.NDArray[np.int64] | Bools
 
-    def rows(self, keys: list[tuple[tuple[str, str], ...]]) -> Bools:
+    def rows(self, keys: list[Identity]) -> Bools:
         """The table's row of each key (none present for a key it lacks)."""
         padded = np.vstack([self.table.astype(bool), np.zeros((1, self.table.shape[1]), dtype=bool)])
         index = np.array([self.ids.get(key, len(self.ids)) for key in keys], dtype=np.int64)
@@ -834,10 +882,10 @@ class _Match:
     match_labels: list[str]
     include: list[str]
     return_bool: bool
-    sig: Callable[[Labels], tuple[tuple[str, str], ...]]
+    signer: _Signer
 
     @staticmethod
-    def of(op: str, mod: pp.BinModifier | None, return_bool: bool) -> _Match:
+    def of(op: str, mod: pp.BinModifier | None, return_bool: bool, lhs: Columns, rhs: Columns) -> _Match:
         card = mod.card if mod is not None else pp.VectorMatchCardinality.OneToOne
         matching = mod.matching if mod is not None else None
         return _Match(
@@ -848,7 +896,7 @@ class _Match:
             list(matching.labels) if matching is not None else [],
             list(mod.group_labels or []) if mod is not None else [],
             return_bool,
-            _signature(mod),
+            _Signer.of(mod, lhs.labels, rhs.labels),
         )
 
     def apply(self, pair: tuple[Floats, Floats], present: Bools) -> tuple[Floats, Bools]:
@@ -874,9 +922,9 @@ def _merged(source: Columns, values: Floats, present: Bools) -> tuple[Columns, F
     """Rows with the same labels as one series (a range reads a series by its labels: the two sides of an ``or``
     that take turns are one series over time); where two are present at once the first row's point is kept
     (that step already failed where they were made)."""
-    rows: dict[frozenset[tuple[str, str]], list[int]] = {}
-    for row, labels in enumerate(source.labels):
-        rows.setdefault(_key(labels), []).append(row)
+    rows: dict[Identity, list[int]] = {}
+    for row, identity in enumerate(identities(source.labels)[1]):
+        rows.setdefault(identity, []).append(row)
     if len(rows) == len(source.labels):
         return source, values, present
     keep = [group[0] for group in rows.values()]
@@ -889,8 +937,8 @@ def _merged(source: Columns, values: Floats, present: Bools) -> tuple[Columns, F
     return source.rows(keep), out_v, out_p
 
 
-def _present_by_key(keys: list[tuple[tuple[str, str], ...]], present: Bools, n: int, count: bool = False) -> _ByKey:
-    ids: dict[tuple[tuple[str, str], ...], int] = {}
+def _present_by_key(keys: list[Identity], present: Bools, n: int, count: bool = False) -> _ByKey:
+    ids: dict[Identity, int] = {}
     index = np.array([ids.setdefault(key, len(ids)) for key in keys], dtype=np.int64)
     table = np.zeros((len(ids), n), dtype=np.int64)
     if len(keys):

@@ -125,6 +125,13 @@ EDGE_EXPRESSIONS = (
     'label_replace(edge_gauge, "host", "h-$1", "node", "n(.*)")',
     "vector(1) * time() > 0",
     "edge_gauge >= bool 0",
+    # keys over label names only some series have: ignoring one (absent on n2), on one (absent on the left)
+    "edge_gauge * ignoring (cluster) edge_clustered",
+    "edge_gauge - on (node, cluster) edge_clustered",
+    "edge_clustered or ignoring (cluster) edge_gauge",
+    "edge_gauge unless ignoring (pool) edge_info",
+    "sum without (code) (rate(edge_requests_total[5m]))",
+    "count without (pool, job) (edge_info)",
 )
 
 
@@ -239,9 +246,11 @@ def test_the_edges_match_prometheus(server: tuple[Client, Grid], expr: str) -> N
     ("expr", "message"),
     [
         ("edge_gauge * on (node) edge_info", "many-to-many"),
+        ("edge_gauge * ignoring (pool) edge_info", 'match group {job="edge", node="n2"} on the right'),
         ('abs({__name__=~"edge_gauge|edge_twin",node="n2"})', "same labelset"),
         ('{__name__=~"edge_gauge|edge_twin",node="n2"} * 2', "same labelset"),
         ('rate({__name__=~"edge_gauge|edge_twin",node="n2"}[5m])', "same labelset"),
+        ('max_over_time({__name__=~"edge_gauge|edge_twin",node="n2"}[5m])', "same labelset"),
     ],
 )
 def test_a_clash_fails_the_steps_prometheus_fails(server: tuple[Client, Grid], expr: str, message: str) -> None:
