@@ -22,7 +22,7 @@ from types import ModuleType
 import numpy as np
 
 from compiler.live.client import AnswerTooBigError
-from compiler.live.remote_read import MalformedError, RawSeries, _label
+from compiler.live.remote_read import MalformedError, RawSeries
 
 CONTENT_TYPE = "application/x-streamed-protobuf"
 # A frame longer than this is refused (the server's --storage.remote.read-max-bytes-in-frame defaults to 1 MiB).
@@ -100,19 +100,30 @@ def _samples(
     return stamps.view(np.int64), values.view(np.float64), offsets
 
 
-def _parts(arr: np.ndarray, labels: np.ndarray, parts: int) -> tuple[np.ndarray, list[dict[str, str]]]:
-    """Each part's series (consecutive parts with the same label bytes are one series split over frames)."""
+def _parts(
+    module: ModuleType, arr: np.ndarray, labels: np.ndarray, parts: int
+) -> tuple[np.ndarray, list[dict[str, str]]]:
+    """Each part's series (consecutive parts with the same label bytes are one series split over frames). The
+    kernel finds every name and value; each distinct string is decoded once (names and most values repeat)."""
     series_of = np.zeros(parts, np.int64)
     found: list[dict[str, str]] = []
     ends = np.searchsorted(labels[:, 0], np.arange(parts + 1))
+    spans = np.zeros((labels.shape[0], 4), np.int64)
+    same = np.zeros(parts, np.bool_)
+    code = module.label_spans(arr, labels, ends, spans, same)
+    if code:
+        raise MalformedError(f"a Label message with {_ERRORS.get(code, 'garbage')}")
     buf = arr.data
-    last = b"\x00"
+    texts: dict[bytes, str] = {}
+    rows, bounds, alike = spans.tolist(), ends.tolist(), same.tolist()
     for part in range(parts):
-        rows = labels[ends[part] : ends[part + 1]]
-        key = b"".join(bytes(buf[start:stop]) + b"\x00" for _, start, stop in rows.tolist())
-        if key != last:
-            found.append(dict(_label(buf, start, stop) for _, start, stop in rows.tolist()))
-            last = key
+        if not (alike[part] and found):
+            series: dict[str, str] = {}
+            for name_start, name_stop, value_start, value_stop in rows[bounds[part] : bounds[part + 1]]:
+                name, value = bytes(buf[name_start:name_stop]), bytes(buf[value_start:value_stop])
+                key = texts.get(name) or texts.setdefault(name, str(name, "utf-8"))
+                series[key] = texts.get(value) or texts.setdefault(value, str(value, "utf-8"))
+            found.append(series)
         series_of[part] = len(found) - 1
     return series_of, found
 
@@ -128,7 +139,7 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> l
     if chunks.shape[0] and not np.isin(chunks[:, 3], _XOR).all():
         return None
     try:
-        series_of, found = _parts(arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0)
+        series_of, found = _parts(module, arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0)
     except UnicodeDecodeError as exc:
         raise MalformedError("a label that is not UTF-8") from exc
     stamps, values, offsets = _samples(module, arr, chunks, max_samples)

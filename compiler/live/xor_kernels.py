@@ -169,6 +169,46 @@ def _series(buf: Array, pos: int, end: int, fill: bool, labels: Array, chunks: A
 
 
 @njit(cache=True, nogil=True)
+def label_spans(buf: Array, labels: Array, ends: Array, spans: Array, same: Array) -> int:
+    """Each Label message's name and value (``spans``: their start and stop in buf, empty where absent), and for
+    each part whether its labels are byte for byte those of the part before (``same``: one series split over
+    frames). ``labels`` are (part, start, stop) rows by part, ``ends`` where each part's rows start (one more)."""
+    for row in range(labels.shape[0]):
+        pos, stop = labels[row, 1], labels[row, 2]
+        spans[row, 0] = spans[row, 1] = spans[row, 2] = spans[row, 3] = pos
+        while pos < stop:
+            key, pos = _uvarint(buf, pos, stop)
+            if pos < 0:
+                return TRUNCATED
+            if key == 0x0A or key == 0x12:  # name, value
+                pos, end = _message(buf, pos, stop)
+                if pos < 0:
+                    return TRUNCATED
+                field = 0 if key == 0x0A else 2
+                spans[row, field], spans[row, field + 1] = pos, end
+                pos = end
+            else:
+                pos = _skip(buf, key, pos, stop)
+                if pos < 0:
+                    return BAD_FIELD
+    for part in range(1, ends.shape[0] - 1):
+        first, last, before = ends[part], ends[part + 1], ends[part - 1]
+        alike = last - first == first - before
+        row = 0
+        while alike and row < last - first:
+            a0, a1 = labels[first + row, 1], labels[first + row, 2]
+            b0, b1 = labels[before + row, 1], labels[before + row, 2]
+            alike = a1 - a0 == b1 - b0
+            offset = 0
+            while alike and offset < a1 - a0:
+                alike = buf[a0 + offset] == buf[b0 + offset]
+                offset += 1
+            row += 1
+        same[part] = alike
+    return OK
+
+
+@njit(cache=True, nogil=True)
 def _chunk(buf: Array, pos: int, end: int, fill: bool, chunks: Array, index: int, part: int) -> bool:
     low = high = kind = 0
     data, size = end, 0

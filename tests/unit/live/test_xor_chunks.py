@@ -221,6 +221,50 @@ def test_frames_of_one_series_join_and_the_range_is_cut_inclusively() -> None:
     assert [item.labels for item in decode(raw, NOW + 5, NOW + 5)] == [{"a": "2"}]
 
 
+def raw_frame(labels: list[bytes], chunks: list[bytes]) -> bytes:
+    """A frame whose Label messages are given as bytes (``frame`` writes well-formed ones)."""
+    series = b"".join(_field(1, label) for label in labels)
+    for data in chunks:
+        series += _field(2, b"\x08\x00\x10\x00\x18\x01" + _field(4, data))
+    body = _field(1, series) + b"\x10\x00"
+    return _uvarint(len(body)) + struct.pack(">I", _crc32c(body)) + body
+
+
+def test_labels_are_read_as_the_server_writes_them_and_as_protobuf_allows() -> None:
+    """Fields in either order, an unknown field skipped, a missing value empty, a name given twice read last;
+    parts split over frames join only when their label bytes are equal, length included."""
+    chunk = [xor_chunk([(NOW, 1.0)])]
+    later = [xor_chunk([(NOW + 10, 2.0)])]
+    unknown = _field(2, b"v") + b"\x18\x07" + _field(1, b"b")  # value first, then field 3 (a varint), then name
+    raw = raw_frame([_field(1, b"a") + _field(2, b"1"), unknown], chunk)
+    raw += raw_frame([_field(1, b"a") + _field(2, b"1"), unknown], later)  # the same series, another frame
+    raw += raw_frame([_field(1, b"a") + _field(2, b"2"), unknown], later)  # one byte apart: another series
+    raw += raw_frame([_field(1, b"a") + _field(2, b"2")], later)  # fewer labels: another series
+    raw += raw_frame([_field(1, b"e"), _field(1, b"x") + _field(1, b"y") + _field(2, b"z")], chunk)
+    got = decode(raw)
+    assert [(item.labels, item.timestamps.tolist()) for item in got] == [
+        ({"a": "1", "b": "v"}, [NOW, NOW + 10]),
+        ({"a": "2", "b": "v"}, [NOW + 10]),
+        ({"a": "2"}, [NOW + 10]),
+        ({"e": "", "y": "z"}, [NOW]),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("label", "words"),
+    [
+        (b"\x0a\x05ab", "truncated"),  # a name longer than its Label message
+        (b"\x0a\x01a\x12\x02\xff\xfe", "not UTF-8"),
+        (b"\x0a\x01a\x1f", "unknown wire type"),
+        (b"\x0a\x01a\x18\xff", "longer than its message"),  # an unknown varint field cut short
+    ],
+)
+def test_a_hostile_label_is_a_one_line_error(label: bytes, words: str) -> None:
+    with pytest.raises(MalformedError) as caught:
+        xor_chunks.decode_stream(raw_frame([label], [xor_chunk([(NOW, 1.0)])]), 0, 2**62, 10**8)
+    assert words in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_overlapping_chunks_keep_each_timestamp_once() -> None:
     one = [(NOW, 1.0), (NOW + 10, 2.0), (NOW + 20, 3.0)]
     two = [(NOW + 10, 2.0), (NOW + 15, 2.5), (NOW + 30, 4.0)]
