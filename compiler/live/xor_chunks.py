@@ -146,11 +146,13 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> l
     owner = np.repeat(series_of[chunks[:, 0]], np.diff(offsets))
     keep = (stamps >= start_ms) & (stamps <= end_ms)
     stamps, values, owner = stamps[keep], values[keep], owner[keep]
-    bounds = np.searchsorted(owner, np.arange(len(found) + 1))
+    bounds = np.searchsorted(owner, np.arange(len(found) + 1)).tolist()
+    # The series whose times do not rise all the way (overlapping chunks), found in one pass over all samples.
+    unsorted = set(owner[1:][(stamps[1:] <= stamps[:-1]) & (owner[1:] == owner[:-1])].tolist())
     out = []
     for index, labels_of in enumerate(found):
         times, vals = stamps[bounds[index] : bounds[index + 1]], values[bounds[index] : bounds[index + 1]]
-        if times.size > 1 and not np.all(times[1:] > times[:-1]):  # overlapping chunks
+        if index in unsorted:  # overlapping chunks
             order = np.argsort(times, kind="stable")
             times, vals = times[order], vals[order]
             first = np.concatenate(([True], times[1:] != times[:-1]))
