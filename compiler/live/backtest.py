@@ -63,10 +63,11 @@ from compiler.live.client import (
     QueryError,
     too_large,
 )
-from compiler.live.columns import ColumnEvaluator, Columns, Fetch, RawLike, identities
+from compiler.live.columns import ColumnEvaluator, Columns, Fetch, identities
 from compiler.live.coverage import SERVER_QUERY, SERVER_STEP_MS, Coverage, Span, covers, data_query, spans_of, union
-from compiler.live.remote_read import RawSeries
+from compiler.live.remote_read import RawLike, RawSeries
 from compiler.live.remote_read import selector as selector_text
+from compiler.live.segment_reads import SegmentReads
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, StepEvaluator, Store, Vector, _absent_labels
 from compiler.model import SLO, series
 from compiler.plan import AlertSpec, SpecPlan
@@ -506,9 +507,10 @@ class Backtest:
         }
         watch = _Watch(full, data_query(spec.slo, full.step_ms), {i for i, r in enumerate(rules) if r.name in no_data})
         cut = segments(full, _overlap_steps(warm, full.step_ms), width or 1, self.segment_cells)
+        reads = SegmentReads(self.fetch, full.time(full.n - 1)) if len(cut) > 1 else self.fetch
         for grid, fed in cut:
             self.result.segments += 1
-            if not self.replay_local(spec, rules, grid, fed, machines, watch):
+            if not self.replay_local(spec, rules, grid, fed, machines, watch, reads):
                 break
         served = self.coverage(spec.slo, full, watch.times()).server
         for index in sorted(watch.deferred):
@@ -529,12 +531,13 @@ class Backtest:
         fed: int,
         machines: dict[int, AlertMachine],
         watch: _Watch,
+        reads: Fetch | None = None,
     ) -> bool:
         """Every rule of the group evaluated here over one segment's grid, in the group's order: the raw series
-        fetched once each (``fetch``), a rule the columnar engine does not take evaluated by the step
-        evaluator on the recorded series; False when a recording rule failed."""
+        fetched once each (``reads``, by default ``fetch``), a rule the columnar engine does not take evaluated
+        by the step evaluator on the recorded series; False when a recording rule failed."""
         recorded = {rule.name: Columns.empty(grid.n) for rule in rules if rule.kind == "record"}
-        columns = ColumnEvaluator(grid, self.fetch, recorded)
+        columns = ColumnEvaluator(grid, reads or self.fetch, recorded)
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
         try:
             columns.plan([rule.expr for rule in rules] + ([watch.expr] if watch.expr else []))
@@ -649,7 +652,7 @@ class Backtest:
     def _read_as_rules_see(self, matchers: tuple[Matcher, ...], start_ms: int, end_ms: int) -> Sequence[RawLike]:
         external = self.client.external_labels()
         if not external:
-            return list(self.client.read_raw(matchers, start_ms, end_ms))
+            return self.client.read_raw(matchers, start_ms, end_ms)
         rewritten = {m for m in matchers if m.op == "=" and external.get(m.name) == m.value}
         found = self.client.read_raw([m for m in matchers if m not in rewritten], start_ms, end_ms)
         own: dict[frozenset[tuple[str, str]], Labels] = {}

@@ -41,6 +41,7 @@ MAX_SAMPLES_PER_QUERY = 2_000_000
 # pieces and given up past this (a 150 MB answer used to be read whole and parsed: 1 GB).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _READ_BYTES = 1024 * 1024
+_MAX_CHUNK_LINE = 4096  # a chunk's size line with its extensions, at most
 # The words of Prometheus's refusal when a query would exceed --query.max-samples (promql.ErrTooManySamples).
 TOO_MANY_SAMPLES = "would load too many samples"
 QUERY_TIMED_OUT = "query timed out in"  # Prometheus 2.42: "query timed out in expression evaluation"
@@ -181,6 +182,55 @@ def _opener(deadline: _Deadline, context: ssl.SSLContext | None) -> urllib.reque
     return urllib.request.build_opener(HTTP(), HTTPS(context=context), _NoRedirect())
 
 
+class _TooBigError(Exception):
+    """The unchunked body passed its cap."""
+
+
+def _unchunked(stream: Any, cap: int) -> bytes:
+    """A chunked answer's body, its framing parsed here from blocks of the raw stream (RFC 9112 section 7.1).
+
+    ``http.client`` parses the framing one chunk at a time, four buffered reads and their Python calls each:
+    a streamed remote read writes one chunk per series (90,000 for a per-node histogram's buckets), and that
+    was more than a second of a 4-second read. The request says ``Connection: close`` (urllib's default), so
+    the server closes the connection after the last chunk and a block read never waits past the answer; the
+    parse stops at the last chunk anyway. The body is capped at ``cap`` bytes; a size line that is not hex
+    or a chunk not followed by CRLF is ``http.client.IncompleteRead`` (a connection problem to the caller)."""
+    body = bytearray()
+    buf = bytearray()
+    pos = 0
+    while True:
+        line_end = buf.find(b"\r\n", pos)
+        if line_end >= 0:
+            size = _chunk_size(bytes(buf[pos:line_end]))
+            if size == 0:
+                return bytes(body)  # trailers, if any, are not read
+            data_end = line_end + 2 + size
+            if len(buf) >= data_end + 2:
+                if buf[data_end : data_end + 2] != b"\r\n":
+                    raise http.client.IncompleteRead(bytes(body))
+                body += buf[line_end + 2 : data_end]
+                if len(body) > cap:
+                    raise _TooBigError
+                pos = data_end + 2
+                continue
+        elif len(buf) - pos > _MAX_CHUNK_LINE:
+            raise http.client.IncompleteRead(bytes(body))
+        block = stream.read(_READ_BYTES)
+        if not block:
+            raise http.client.IncompleteRead(bytes(body))
+        if pos:
+            del buf[:pos]
+            pos = 0
+        buf += block
+
+
+def _chunk_size(line: bytes) -> int:
+    size = line.split(b";", 1)[0].strip()
+    if not size or len(size) > 16 or size.strip(b"0123456789abcdefABCDEF"):
+        raise http.client.IncompleteRead(b"")
+    return int(size, 16)
+
+
 def _number(value: object) -> float:
     """A sample value as the API writes it ("1.5", "NaN", "+Inf"), or ValueError."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
@@ -278,6 +328,11 @@ class Client:
         declared = response.headers.get("Content-Length", "")
         if declared.isdigit() and int(declared) > cap:
             self._too_big(about, cap, f" ({int(declared):,} bytes declared)")
+        if response.chunked and response.fp is not None:
+            try:
+                return _unchunked(response.fp, cap)
+            except _TooBigError:
+                self._too_big(about, cap, "")
         pieces: list[bytes] = []
         size = 0
         while piece := response.read(min(_READ_BYTES, cap + 1 - size)):
@@ -446,7 +501,7 @@ class Client:
             self._external = {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
         return dict(self._external)
 
-    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> list[Any]:
+    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> Sequence[Any]:
         """Every stored sample of the selected series over ``[start_ms, end_ms]``, staleness markers included,
         through remote read (``compiler.live.remote_read``)."""
         from compiler.live.remote_read import read_raw

@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from itertools import repeat
-from typing import Literal, Protocol
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 import promql_parser as pp
 
+from compiler.live.remote_read import RawBatch, RawLike
 from compiler.live.steps import LOOKBACK_MS, Grid, StepError, Vector, reduce_windows
 from compiler.promql import Matcher, _selector_parts, _td_ms, is_valid_label_name, parse_expr, regex
 from compiler.promql.evaluate import _absent_labels, _go_expand, _result_metric, _show
@@ -54,20 +55,13 @@ _RATES = frozenset({"rate", "increase"})
 _OVER_TIME = frozenset({"avg_over_time", "max_over_time", "min_over_time", "sum_over_time", "count_over_time"})
 
 
-class RawLike(Protocol):
-    """One raw series as the server stores it: ascending timestamps (ms) and values, markers kept."""
-
-    @property
-    def labels(self) -> dict[str, str]: ...
-
-    @property
-    def timestamps(self) -> Ints: ...
-
-    @property
-    def values(self) -> Floats: ...
-
-
 Fetch = Callable[[tuple[Matcher, ...], int, int], Sequence[RawLike]]
+
+
+def _sample_count(series: Sequence[RawLike]) -> int:
+    if isinstance(series, RawBatch):  # no Python object per series
+        return series.samples
+    return sum(len(one.timestamps) for one in series)
 
 
 @dataclass
@@ -250,12 +244,12 @@ class ColumnEvaluator:
         if key in self._asked:
             asked_reach, future = self._asked.pop(key)
             found = future.result()
-            self.samples_fetched += sum(len(series.timestamps) for series in found)
+            self.samples_fetched += _sample_count(found)
             self._raw[key] = (asked_reach, found)
         held = self._raw.get(key)
         if held is None or held[0] < reach:
             found = self.fetch(key, *self._span(reach))
-            self.samples_fetched += sum(len(series.timestamps) for series in found)
+            self.samples_fetched += _sample_count(found)
             held = (reach, found)
             self._raw[key] = held
         return held[1]
@@ -794,7 +788,6 @@ class _Flat:
     vs: Floats
     first: Ints
     stop: Ints
-    keys: Ints
     base: int
     span: int
     shared: tuple[Ints, list[Ints]] | None = None  # series sharing their timestamps: each one's group, groups' times
@@ -803,12 +796,21 @@ class _Flat:
     def of(series: Sequence[RawLike], fresh: bool) -> _Flat:
         """``series`` concatenated (without their staleness markers when ``fresh``), the empty ones left out: one
         pass over all samples, not one per series (a per-node selector holds hundreds of thousands)."""
-        counts = np.array([len(one.timestamps) for one in series], dtype=np.int64)
+        if isinstance(series, RawBatch):  # a remote read's series, already one after another
+            counts = np.diff(series.bounds)
+        else:
+            counts = np.array([len(one.timestamps) for one in series], dtype=np.int64)
         if not counts.sum():
             empty = np.zeros(0, dtype=np.int64)
-            return _Flat([], empty, np.zeros(0), empty, empty, empty, 0, 1)
-        ts_all = np.concatenate([one.timestamps for one in series]).astype(np.int64, copy=False)
-        vs_all = np.concatenate([one.values for one in series]).astype(np.float64, copy=False)
+            return _Flat([], empty, np.zeros(0), empty, empty, 0, 1)
+        if isinstance(series, RawBatch):
+            ts_all = series.timestamps.astype(np.int64, copy=False)
+            vs_all = series.values.astype(np.float64, copy=False)
+            labels_of = series.labels
+        else:
+            ts_all = np.concatenate([one.timestamps for one in series]).astype(np.int64, copy=False)
+            vs_all = np.concatenate([one.values for one in series]).astype(np.float64, copy=False)
+            labels_of = [one.labels for one in series]
         if fresh:
             live = ~is_stale(vs_all)
             if not live.all():
@@ -820,7 +822,6 @@ class _Flat:
         stop = np.cumsum(sizes)
         base = int(ts_all.min()) - 10 * 86_400_000  # room for the reads before the first sample
         span = int(ts_all.max()) - base + 20 * 86_400_000
-        ids = np.repeat(np.arange(len(held), dtype=np.int64), sizes)
         groups: dict[bytes, int] = {}
         first_list, stop_list = (stop - sizes).tolist(), stop.tolist()
         group_of = np.array(
@@ -832,16 +833,23 @@ class _Flat:
             first_of = {group: index for index, group in reversed(list(enumerate(group_of.tolist())))}
             shared = (group_of, [ts_all[first_list[first_of[g]] : stop_list[first_of[g]]] for g in range(len(groups))])
         return _Flat(
-            [series[index].labels for index in held.tolist()],
+            [labels_of[index] for index in held.tolist()],
             ts_all,
             vs_all,
             stop - sizes,
             stop,
-            ids * span + (ts_all - base),
             base,
             span,
             shared,
         )
+
+    @cached_property
+    def keys(self) -> Ints:
+        """Each sample's series and time as one number (``span`` apart per series): built only for a search
+        over series that do not share their timestamps (three passes over every sample)."""
+        ids = np.repeat(np.arange(len(self.labels), dtype=np.int64), self.stop - self.first)
+        keys: Ints = ids * self.span + (self.ts - self.base)
+        return keys
 
     @cached_property
     def drops(self) -> Ints:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, overload
 
 import cramjam
 import numpy as np
@@ -66,6 +67,9 @@ Buffer = bytes | memoryview
 _ALL_SHAPES = 8  # restarts of the vectorised scan within one series before it is read record by record
 
 
+LabelKey = tuple[tuple[str, str], ...]
+
+
 @dataclass(frozen=True)
 class RawSeries:
     """One series' stored samples: timestamps in ms (int64, ascending) and values (float64, as stored)."""
@@ -73,6 +77,130 @@ class RawSeries:
     labels: dict[str, str]
     timestamps: np.ndarray
     values: np.ndarray
+
+
+class RawLike(Protocol):
+    """One raw series as the server stores it: ascending timestamps (ms) and values, markers kept."""
+
+    @property
+    def labels(self) -> dict[str, str]: ...
+
+    @property
+    def timestamps(self) -> np.ndarray: ...
+
+    @property
+    def values(self) -> np.ndarray: ...
+
+
+class RawBatch(Sequence[RawSeries]):
+    """Series whose samples lie one after another in two arrays: series ``i`` is ``labels[i]`` with the samples
+    ``bounds[i]:bounds[i + 1]``, none of them empty. A read of 90,000 series decodes into one pair of arrays;
+    keeping them whole spares the backtest a Python object per series and a copy of every sample (its columnar
+    evaluation concatenates the series anyway: ``compiler.live.columns``). Indexing gives ``RawSeries`` views."""
+
+    def __init__(
+        self,
+        labels: list[dict[str, str]],
+        timestamps: np.ndarray,
+        values: np.ndarray,
+        bounds: np.ndarray,
+        keys: list[LabelKey] | None = None,
+    ):
+        """``keys``: each series' labels as sorted pairs, when known (a read sorted by them keeps them)."""
+        self.labels, self.timestamps, self.values, self.bounds = labels, timestamps, values, bounds
+        self.keys = keys
+
+    def sort_keys(self) -> list[LabelKey]:
+        """Each series' labels as sorted (name, value) pairs, the order reads are sorted in."""
+        if self.keys is None:
+            self.keys = [tuple(sorted(labels.items())) for labels in self.labels]
+        return self.keys
+
+    def sorted(self) -> RawBatch:
+        """The series sorted by their labels."""
+        keys = self.sort_keys()
+        order = sorted(range(len(keys)), key=keys.__getitem__)
+        found = self.take(order)
+        found.keys = [keys[index] for index in order]
+        return found
+
+    @staticmethod
+    def joined(series: Sequence[RawLike]) -> RawBatch:
+        """``series`` (the empty ones left out) as one batch."""
+        held = [one for one in series if one.timestamps.size]
+        if isinstance(series, RawBatch) and len(held) == len(series):
+            return series
+        bounds = np.zeros(len(held) + 1, np.int64)
+        np.cumsum([one.timestamps.size for one in held], out=bounds[1:])
+        if not held:
+            return RawBatch([], np.zeros(0, np.int64), np.zeros(0, np.float64), bounds)
+        return RawBatch(
+            [one.labels for one in held],
+            np.concatenate([one.timestamps for one in held]),
+            np.concatenate([one.values for one in held]),
+            bounds,
+        )
+
+    def take(self, order: Sequence[int]) -> RawBatch:
+        """The series in ``order`` (indices into this batch)."""
+        if list(order) == list(range(len(self.labels))):
+            return self
+        picked = np.asarray(order, np.int64)
+        return RawBatch.gathered(
+            [self.labels[index] for index in picked.tolist()],
+            self.timestamps,
+            self.values,
+            self.bounds[picked],
+            self.bounds[picked + 1] - self.bounds[picked],
+        )
+
+    @staticmethod
+    def gathered(
+        labels: list[dict[str, str]],
+        timestamps: np.ndarray,
+        values: np.ndarray,
+        starts: np.ndarray,
+        sizes: np.ndarray,
+        parts: np.ndarray | None = None,
+        keys: list[LabelKey] | None = None,
+    ) -> RawBatch:
+        """A batch of the sample ranges ``starts[i]:starts[i] + sizes[i]`` of the arrays, in that order: series
+        ``j`` is ``labels[j]`` with the next ``parts[j]`` ranges (one each without ``parts``)."""
+        bounds = np.zeros(sizes.size + 1, np.int64)
+        np.cumsum(sizes, out=bounds[1:])
+        picks = np.repeat(starts - bounds[:-1], sizes) + np.arange(bounds[-1], dtype=np.int64)
+        if parts is not None:
+            bounds = bounds[np.concatenate(([0], np.cumsum(parts)))]
+        return RawBatch(labels, timestamps[picks], values[picks], bounds, keys)
+
+    @property
+    def samples(self) -> int:
+        return int(self.bounds[-1])
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    @overload
+    def __getitem__(self, index: int) -> RawSeries: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[RawSeries]: ...
+
+    def __getitem__(self, index: int | slice) -> RawSeries | Sequence[RawSeries]:
+        if isinstance(index, slice):
+            return [self[one] for one in range(*index.indices(len(self.labels)))]
+        if not -len(self.labels) <= index < len(self.labels):
+            raise IndexError(index)
+        index %= len(self.labels)
+        start, stop = int(self.bounds[index]), int(self.bounds[index + 1])
+        return RawSeries(self.labels[index], self.timestamps[start:stop], self.values[start:stop])
+
+
+def sample_count(series: Sequence[RawLike]) -> int:
+    """The samples of ``series``, without a Python object per series for a batch."""
+    if isinstance(series, RawBatch):
+        return series.samples
+    return sum(one.timestamps.size for one in series)
 
 
 def is_stale(values: np.ndarray) -> np.ndarray:
@@ -447,9 +575,7 @@ def _streamed() -> bool:
     return xor_chunks.kernels() is not None
 
 
-def _read_once(
-    client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, streamed: bool
-) -> list[RawSeries]:
+def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, streamed: bool) -> RawBatch:
     about = f"the remote read of {selector(matchers)} from {start_ms} to {end_ms} ms"
     body = bytes(cramjam.snappy.compress_raw(encode_read_request(matchers, start_ms, end_ms, streamed)))
     answer: dict[str, str] = {}
@@ -467,7 +593,7 @@ def _read_once(
                 return _read_once(client, matchers, start_ms, end_ms, False)
             series = got
         else:
-            series = _decode(*_decompress(client, raw, about))
+            series = RawBatch.joined(_decode(*_decompress(client, raw, about)))
     except MalformedError as exc:
         kind = "ChunkedReadResponse stream" if chunked else "ReadResponse"
         raise LiveError(f"{client.base} answered {about} with a malformed {kind} ({exc}); is it a Prometheus?") from exc
@@ -476,13 +602,11 @@ def _read_once(
             raise
         raise AnswerTooBigError(f"Prometheus at {client.base} answered {about} with {exc}") from exc
     with client._counting:
-        client.samples_read += sum(item.timestamps.size for item in series)
+        client.samples_read += series.samples
     return series
 
 
-def _read_split(
-    client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, into: list[list[RawSeries]]
-) -> None:
+def _read_split(client: Client, matchers: Sequence[Matcher], start_ms: int, end_ms: int, into: list[RawBatch]) -> None:
     """Read [start_ms, end_ms], in halves of time for as long as the server (or the caps) refuse it whole."""
     try:
         into.append(_read_once(client, matchers, start_ms, end_ms, _streamed()))
@@ -509,7 +633,7 @@ def read_raw(
     start_ms: int,
     end_ms: int,
     expected_samples: int | None = None,
-) -> list[RawSeries]:
+) -> RawBatch:
     """Every stored sample of the series ``matchers`` select, from ``start_ms`` to ``end_ms`` (both included),
     stale markers included, one ``RawSeries`` per label set that has samples there, sorted by labels (the
     server also lists a series of a block that has none in the range: it is left out, as the query API does).
@@ -519,30 +643,49 @@ def read_raw(
     the server answers them: the remote-read endpoint adds its ``external_labels`` (the query API does not).
     """
     if end_ms < start_ms:
-        return []
+        return RawBatch.joined([])
     pieces = 1
     if expected_samples is not None and expected_samples > MAX_SAMPLES_PER_READ:
         pieces = min(math.ceil(expected_samples / MAX_SAMPLES_PER_READ), end_ms - start_ms + 1)
     span = end_ms - start_ms + 1
-    answers: list[list[RawSeries]] = []
+    answers: list[RawBatch] = []
     for index in range(pieces):
         first = start_ms + span * index // pieces
         last = start_ms + span * (index + 1) // pieces - 1
         _read_split(client, matchers, first, last, answers)
     if len(answers) == 1:
-        return sorted(
-            (item for item in answers[0] if item.timestamps.size), key=lambda item: sorted(item.labels.items())
-        )
-    merged: dict[tuple[tuple[str, str], ...], list[RawSeries]] = {}
-    for answer in answers:  # pieces are in time order, so each series' parts are too
-        for item in answer:
-            if item.timestamps.size:
-                merged.setdefault(tuple(sorted(item.labels.items())), []).append(item)
-    return [
-        RawSeries(
-            parts[0].labels,
-            np.concatenate([part.timestamps for part in parts]),
-            np.concatenate([part.values for part in parts]),
-        )
-        for _, parts in sorted(merged.items())
-    ]
+        return answers[0].sorted()
+    return _merged(answers)
+
+
+def _merged(answers: Sequence[RawBatch]) -> RawBatch:
+    """The pieces of one read (in time order) as one batch sorted by labels: each series' parts one after
+    another, in the pieces' order."""
+    parts: dict[LabelKey, list[tuple[int, int]]] = {}
+    for piece, answer in enumerate(answers):
+        for index, key in enumerate(answer.sort_keys()):
+            parts.setdefault(key, []).append((piece, index))
+    offsets = np.cumsum([0] + [answer.samples for answer in answers]).tolist()
+    spans = [answer.bounds.tolist() for answer in answers]
+    labels: list[dict[str, str]] = []
+    starts: list[int] = []
+    sizes: list[int] = []
+    counts: list[int] = []
+    keys = sorted(parts)
+    for key in keys:
+        places = parts[key]
+        labels.append(answers[places[0][0]].labels[places[0][1]])
+        counts.append(len(places))
+        for piece, index in places:
+            bounds = spans[piece]
+            starts.append(offsets[piece] + bounds[index])
+            sizes.append(bounds[index + 1] - bounds[index])
+    return RawBatch.gathered(
+        labels,
+        np.concatenate([answer.timestamps for answer in answers]),
+        np.concatenate([answer.values for answer in answers]),
+        np.array(starts, np.int64),
+        np.array(sizes, np.int64),
+        np.array(counts, np.int64),
+        keys,
+    )

@@ -63,7 +63,7 @@ class Remembering(Client):
         super().__init__(*args, **kwargs)
         self._answers: dict[tuple[str, float, float, float], list[tuple[Labels, list[tuple[float, float]]]]] = {}
         self._instant: dict[tuple[str, float | None], list[tuple[Labels, float]]] = {}
-        self._raw: dict[tuple[Any, int, int], list[Any]] = {}
+        self._raw: dict[tuple[Any, int, int], Sequence[Any]] = {}
         self._lock = threading.Lock()
 
     def query_range(
@@ -78,7 +78,7 @@ class Remembering(Client):
                 self._answers[key] = known
         return known
 
-    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> list[Any]:
+    def read_raw(self, matchers: Sequence[Any], start_ms: int, end_ms: int) -> Sequence[Any]:
         key = (tuple(matchers), start_ms, end_ms)
         with self._lock:
             known = self._raw.get(key)

@@ -22,7 +22,7 @@ from types import ModuleType
 import numpy as np
 
 from compiler.live.client import AnswerTooBigError
-from compiler.live.remote_read import MalformedError, RawSeries
+from compiler.live.remote_read import MalformedError, RawBatch, RawSeries
 
 CONTENT_TYPE = "application/x-streamed-protobuf"
 # A frame longer than this is refused (the server's --storage.remote.read-max-bytes-in-frame defaults to 1 MiB).
@@ -128,7 +128,7 @@ def _parts(
     return series_of, found
 
 
-def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> list[RawSeries] | None:
+def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> RawBatch | None:
     """The series of a streamed answer, cut to [start_ms, end_ms]; None when a chunk is not XOR (ask for
     samples). ``MalformedError`` for anything that is not such an answer, never another exception."""
     module = kernels()
@@ -145,18 +145,25 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> l
     stamps, values, offsets = _samples(module, arr, chunks, max_samples)
     owner = np.repeat(series_of[chunks[:, 0]], np.diff(offsets))
     keep = (stamps >= start_ms) & (stamps <= end_ms)
-    stamps, values, owner = stamps[keep], values[keep], owner[keep]
-    bounds = np.searchsorted(owner, np.arange(len(found) + 1)).tolist()
+    if not keep.all():
+        stamps, values, owner = stamps[keep], values[keep], owner[keep]
+    bounds = np.searchsorted(owner, np.arange(len(found) + 1))
     # The series whose times do not rise all the way (overlapping chunks), found in one pass over all samples.
     unsorted = set(owner[1:][(stamps[1:] <= stamps[:-1]) & (owner[1:] == owner[:-1])].tolist())
+    if not unsorted:  # the samples are the batch as they are; a series the cut left empty is dropped
+        sizes = np.diff(bounds)
+        held = np.flatnonzero(sizes)
+        kept = np.zeros(held.size + 1, np.int64)
+        np.cumsum(sizes[held], out=kept[1:])
+        return RawBatch([found[index] for index in held.tolist()], stamps, values, kept)
     out = []
+    spans = bounds.tolist()
     for index, labels_of in enumerate(found):
-        times, vals = stamps[bounds[index] : bounds[index + 1]], values[bounds[index] : bounds[index + 1]]
+        times, vals = stamps[spans[index] : spans[index + 1]], values[spans[index] : spans[index + 1]]
         if index in unsorted:  # overlapping chunks
             order = np.argsort(times, kind="stable")
             times, vals = times[order], vals[order]
             first = np.concatenate(([True], times[1:] != times[:-1]))
             times, vals = times[first], vals[first]
-        if times.size:
-            out.append(RawSeries(labels_of, times, vals))
-    return out
+        out.append(RawSeries(labels_of, times, vals))
+    return RawBatch.joined(out)

@@ -10,7 +10,7 @@ import json
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -128,7 +128,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
     decoded: list[int] = []
     original = xor_chunks.decode_stream
 
-    def counting(*args: Any) -> list[RawSeries] | None:
+    def counting(*args: Any) -> Sequence[RawSeries] | None:
         decoded.append(1)
         return original(*args)
 
@@ -149,7 +149,7 @@ def api_samples(
     }
 
 
-def assert_same(mine: list[RawSeries], theirs: dict[tuple[tuple[str, str], ...], list[tuple[int, float]]]) -> None:
+def assert_same(mine: Sequence[RawSeries], theirs: dict[tuple[tuple[str, str], ...], list[tuple[int, float]]]) -> None:
     assert [tuple(sorted(item.labels.items())) for item in mine] == sorted(theirs)
     for item in mine:
         expected = theirs[tuple(sorted(item.labels.items()))]
@@ -187,7 +187,7 @@ def test_the_range_is_inclusive_at_both_ends(data: tuple[str, str, int, int]) ->
     first, second = start_ms, start_ms + STEP_MS
     got = read_raw(client, [name("rr_gappy")], first, second)
     assert got[0].timestamps.tolist() == [first, second]
-    assert read_raw(client, [name("rr_gappy")], first + 1, second - 1) == []
+    assert list(read_raw(client, [name("rr_gappy")], first + 1, second - 1)) == []
 
 
 @pytest.mark.parametrize(
@@ -370,7 +370,7 @@ def test_the_request_carries_the_clients_credentials_and_the_remote_read_headers
 
     with servers.hostile(route, seen) as url:
         client = Client(Access(url, bearer_token_file=token))
-        assert read_raw(client, [name("up"), Matcher("job", "=~", "a.*")], 5, 6) == []
+        assert list(read_raw(client, [name("up"), Matcher("job", "=~", "a.*")], 5, 6)) == []
     method, path, headers = seen[0]
     assert (method, path) == ("POST", "/api/v1/read")
     assert headers["Authorization"] == "Bearer s3cret"
@@ -383,7 +383,7 @@ def test_the_request_carries_the_clients_credentials_and_the_remote_read_headers
 # -- the streamed mode answers bit for bit what the samples mode does -------------------------------------
 
 
-def both_modes(url: str, metric: str, start_ms: int, end_ms: int) -> tuple[list[RawSeries], list[RawSeries]]:
+def both_modes(url: str, metric: str, start_ms: int, end_ms: int) -> tuple[Sequence[RawSeries], Sequence[RawSeries]]:
     """What ``read_raw`` answers streamed and with samples (back to back; the mode fixture's switch aside)."""
     answers = []
     for streamed in (True, False):
@@ -392,7 +392,7 @@ def both_modes(url: str, metric: str, start_ms: int, end_ms: int) -> tuple[list[
     return answers[0], answers[1]
 
 
-def assert_identical(streamed: list[RawSeries], samples: list[RawSeries]) -> None:
+def assert_identical(streamed: Sequence[RawSeries], samples: Sequence[RawSeries]) -> None:
     """Labels, order, timestamps and values as uint64 bits (every NaN, the stale marker among them)."""
     assert [item.labels for item in streamed] == [item.labels for item in samples]
     for mine, theirs in zip(streamed, samples, strict=True):
@@ -447,7 +447,7 @@ def test_head_chunks_with_stale_markers_equal_the_samples(scraped: tuple[str, di
     url, exposed = scraped
     begin = int(time.time() * 1000) - 60_000
 
-    def flappy() -> list[RawSeries]:
+    def flappy() -> Sequence[RawSeries]:
         return read_raw(Client(Access(url)), [name("rr_flappy")], begin, int(time.time() * 1000) + 60_000)
 
     assert servers.wait_until(lambda: bool(got := flappy()) and got[0].timestamps.size >= 3, 60)

@@ -140,7 +140,10 @@ def frame(labels: dict[str, str], chunks: list[bytes], encoding: int = 1, crc: i
 def decode(raw: bytes, start: int = -(2**62), end: int = 2**62) -> list[RawSeries]:
     got = xor_chunks.decode_stream(raw, start, end, 10**8)
     assert got is not None
-    return got
+    # the batch's arrays are its series one after another, and nothing else
+    assert got.bounds.tolist() == [0, *np.cumsum([item.timestamps.size for item in got]).tolist()]
+    assert got.timestamps.size == got.values.size == got.samples
+    return list(got)
 
 
 def bits_of(series: RawSeries) -> list[tuple[int, int]]:
@@ -268,9 +271,12 @@ def test_a_hostile_label_is_a_one_line_error(label: bytes, words: str) -> None:
 def test_overlapping_chunks_keep_each_timestamp_once() -> None:
     one = [(NOW, 1.0), (NOW + 10, 2.0), (NOW + 20, 3.0)]
     two = [(NOW + 10, 2.0), (NOW + 15, 2.5), (NOW + 30, 4.0)]
-    [got] = decode(frame({"a": "1"}, [xor_chunk(one), xor_chunk(two)]))
+    before, after = [(NOW - 5, 7.0)], [(NOW + 1, 8.0), (NOW + 2, 9.0)]
+    raw = frame({"a": "0"}, [xor_chunk(before)]) + frame({"a": "1"}, [xor_chunk(one), xor_chunk(two)])
+    first, got, last = decode(raw + frame({"a": "2"}, [xor_chunk(after)]))
     assert got.timestamps.tolist() == [NOW, NOW + 10, NOW + 15, NOW + 20, NOW + 30]
     assert got.values.tolist() == [1.0, 2.0, 2.5, 3.0, 4.0]
+    assert (bits_of(first), bits_of(last)) == (expected(before), expected(after))
 
 
 def test_a_chunk_of_another_encoding_asks_for_samples() -> None:
