@@ -64,6 +64,7 @@ from compiler.live.client import (
     too_large,
 )
 from compiler.live.columns import ColumnEvaluator, Columns, Fetch, identities
+from compiler.live.columns import warm as columns_warm
 from compiler.live.coverage import SERVER_QUERY, SERVER_STEP_MS, Coverage, Span, covers, data_query, spans_of, union
 from compiler.live.remote_read import RawLike, RawSeries
 from compiler.live.remote_read import selector as selector_text
@@ -367,6 +368,7 @@ class Backtest:
         if self.fetch == self._remote_read:
             self.client.external_labels()
             xor_chunks.warm()
+        columns_warm()
         for rule_file, default_interval_ms in rule_files:
             _, full, _ = self.spec_grid(rule_file, default_interval_ms)
             try:

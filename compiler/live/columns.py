@@ -22,13 +22,16 @@ and backtest falls back to its other paths for that rule.
 
 from __future__ import annotations
 
+import importlib
 import math
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from itertools import repeat
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
@@ -410,8 +413,12 @@ class ColumnEvaluator:
         starts = ends - width
         rows, n = len(flat.labels), self.grid.n
         values, present = np.zeros((rows, n)), np.zeros((rows, n), dtype=bool)
+        compiled = _compiled() if name in _RATES else None
+        if compiled is not None:  # every series and step in one pass, no temporaries
+            series = (flat.ts, flat.vs, flat.drops, flat.first, flat.stop)
+            compiled.extrapolated_rates(*series, starts, ends, width, name == "rate", values, present)
         block = max(1, BLOCK_CELLS // max(n, 1))  # rows at a time: the temporaries stay small
-        for first in range(0, rows, block):
+        for first in range(0, rows if compiled is None else 0, block):
             part = slice(first, min(rows, first + block))
             low = flat.search(starts, "left", part).ravel()
             high = (flat.search(ends, "right", part) - 1).ravel()
@@ -1049,6 +1056,30 @@ def _fold_wide(op: str, ids: Ints, groups: int, values: Floats, present: Bools) 
                 [np.cumsum(masked[a:b], axis=0)[-1] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
             )
     return acc, np.asarray(seen, dtype=bool)
+
+
+_kernels: list[ModuleType | None] = []
+_kernels_lock = threading.Lock()
+
+
+def _compiled() -> ModuleType | None:
+    """The compiled kernels (``compiler.live.column_kernels``), or None without numba (imported once)."""
+    with _kernels_lock:
+        if not _kernels:
+            try:
+                _kernels.append(importlib.import_module("compiler.live.column_kernels"))
+            except ImportError:
+                _kernels.append(None)
+        return _kernels[0]
+
+
+def warm() -> None:
+    """Compile the range kernels now, on the types real calls have (before forking workers, so that each does
+    not compile them again); nothing without numba."""
+    compiled = _compiled()
+    if compiled is not None:
+        none, grid = np.zeros(0, np.int64), np.zeros((0, 0))
+        compiled.extrapolated_rates(none, np.zeros(0), none, none, none, none, none, 60_000, True, grid, grid > 0)
 
 
 def _extrapolated_rate(

@@ -1,0 +1,85 @@
+"""The compiled half of the local engine's range functions (numba, imported only when a backtest evaluates one;
+see ``compiler.live.columns``, which keeps a numpy path for when numba is not installed).
+
+``rate()`` and ``increase()`` of a raw counter over every series and step: per series, a window's first and
+last sample are found by two pointers that only move forward (the steps rise), and Prometheus 2.42's
+extrapolatedRate (promql/functions.go@v2.42.0) is computed in its order of float operations, as the numpy
+path does (``columns._extrapolated_rate``): one pass, no temporaries of series x steps. A window of fewer than
+two samples is absent, and its value NaN, as the numpy path leaves it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+Array = Any  # numba's arrays, untyped for mypy
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _window_total(vs: Array, lo: int, hi: int) -> Any:
+    """The increase of a counter from sample lo to hi with its resets added back, in Go's order."""
+    total = vs[hi] - vs[lo]
+    previous = vs[lo]
+    for index in range(lo + 1, hi + 1):
+        value = vs[index]
+        if value < previous:
+            total += previous
+        previous = value
+    return total
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def extrapolated_rates(
+    ts: Array,
+    vs: Array,
+    drops: Array,
+    first: Array,
+    stop: Array,
+    starts: Array,
+    ends: Array,
+    width_ms: int,
+    is_rate: bool,
+    values: Array,
+    present: Array,
+) -> None:
+    """Series ``r`` is ``ts``/``vs`` ``[first[r], stop[r])``; step ``j`` reads ``[starts[j], ends[j]]`` (both
+    included). ``drops``: how many times the values went down up to each sample. Fills values/present."""
+    width_s = width_ms / 1000
+    for row in range(first.size):
+        lo = first[row]
+        hi = first[row]
+        last_index = stop[row]
+        for step in range(starts.size):
+            start, end = starts[step], ends[step]
+            while lo < last_index and ts[lo] < start:
+                lo += 1
+            if hi < lo:
+                hi = lo
+            while hi < last_index and ts[hi] <= end:
+                hi += 1
+            high = hi - 1
+            count = high - lo + 1
+            if count < 2:
+                values[row, step] = np.nan
+                present[row, step] = False
+                continue
+            first_value = vs[lo]
+            result = _window_total(vs, lo, high) if drops[high] != drops[lo] else vs[high] - first_value
+            to_start = np.float64(ts[lo] - start) / 1000
+            to_end = np.float64(end - ts[high]) / 1000
+            sampled = np.float64(ts[high] - ts[lo]) / 1000
+            average = sampled / np.float64(count - 1)
+            to_zero = sampled * (first_value / result)
+            if result > 0 and first_value >= 0 and to_zero < to_start:
+                to_start = to_zero
+            threshold = average * 1.1
+            interval = sampled + (to_start if to_start < threshold else average / 2)
+            interval = interval + (to_end if to_end < threshold else average / 2)
+            factor = interval / sampled
+            if is_rate:
+                factor = factor / width_s
+            values[row, step] = result * factor
+            present[row, step] = True

@@ -1,0 +1,58 @@
+"""The compiled ``rate()``/``increase()`` (``compiler.live.column_kernels``) gives the numpy path's values bit for
+bit, and the same absent cells, on counters with resets, gaps, jittered scrapes, zeros, NaN and infinities, for
+series that share their timestamps and series that do not, windows of none to many samples."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from compiler.live import columns
+from compiler.live.columns import ColumnEvaluator, Columns
+from compiler.live.steps import Grid
+from tests.unit.live.test_columns import MINUTE, Raw, source
+
+pytestmark = pytest.mark.skipif(columns._compiled() is None, reason="numba is not installed")
+
+
+def counters(seed: int, shared: bool) -> list[Raw]:
+    rng = random.Random(seed)
+    series = []
+    common = np.cumsum([rng.choice([15_000, 30_000, 30_000, 31_000, 95_000]) for _ in range(400)])
+    for index in range(12):
+        stamps = common if shared else np.cumsum([rng.choice([7_000, 15_000, 60_000, 400_000]) for _ in range(400)])
+        value, values = rng.choice([0.0, 5.0, 1e15]), []
+        for _ in stamps:
+            roll = rng.random()
+            if roll < 0.03:
+                value = rng.choice([0.0, value / 3])  # a reset
+            elif roll < 0.035:
+                value = rng.choice([float("nan"), float("inf")])
+            elif roll > 0.5:
+                value += rng.choice([0.0, 1.0, 0.1, 1e-9, 250.0])
+            values.append(value)
+            value = value if np.isfinite(value) else 1.0
+        series.append(Raw({"__name__": "c", "i": str(index)}, stamps.astype(np.int64), np.array(values)))
+    return series
+
+
+def evaluated(expr: str, series: list[Raw], grid: Grid) -> Columns:
+    evaluator = ColumnEvaluator(grid, source(*series))  # type: ignore[arg-type]
+    evaluator.plan([expr])
+    return evaluator.run(expr)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("expr", ["rate(c[5m])", "increase(c[90s])", "rate(c[30m] offset 7m)", "increase(c[1m])"])
+def test_the_compiled_rates_equal_the_numpy_path(expr: str, shared: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    series = counters(len(expr) + shared, shared)
+    grid = Grid(-10 * MINUTE, 20_000, 900)  # from before the first sample to past the last
+    compiled = evaluated(expr, series, grid)
+    monkeypatch.setattr(columns, "_compiled", lambda: None)
+    plain = evaluated(expr, series, grid)
+    assert compiled.labels == plain.labels and compiled.present.any()
+    assert np.array_equal(compiled.present, plain.present)
+    bits = compiled.values[compiled.present].view(np.uint64), plain.values[plain.present].view(np.uint64)
+    assert bits[0].tolist() == bits[1].tolist()
