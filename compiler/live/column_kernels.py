@@ -83,3 +83,33 @@ def extrapolated_rates(
                 factor = factor / width_s
             values[row, step] = result * factor
             present[row, step] = True
+
+
+@njit(cache=True, nogil=True)
+def instants(
+    ts: Array,
+    vs: Array,
+    bits: Array,
+    first: Array,
+    stop: Array,
+    refs: Array,
+    lookback_ms: int,
+    stale: np.uint64,
+    values: Array,
+    present: Array,
+) -> None:
+    """An instant selector at every step: series ``r``'s last sample at or before ``refs[j]``, present when it is
+    within the lookback and not the staleness marker (``bits``: the values' bits). An absent cell holds the value
+    the numpy path leaves there (the sample before the series' first, or its last). ``stale`` is a uint64: numba
+    compares a uint64 with an int64 as floats."""
+    last_sample = vs.size - 1
+    for row in range(first.size):
+        after = first[row]
+        for step in range(refs.size):
+            ref = refs[step]
+            while after < stop[row] and ts[after] <= ref:
+                after += 1
+            index = after - 1
+            clipped = min(max(index, 0), last_sample)
+            values[row, step] = vs[clipped]
+            present[row, step] = index >= first[row] and ts[clipped] >= ref - lookback_ms and bits[clipped] != stale

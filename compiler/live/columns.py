@@ -323,8 +323,12 @@ class ColumnEvaluator:
         refs = self.times - offset
         rows = len(flat.labels)
         values, present = np.zeros((rows, n)), np.zeros((rows, n), dtype=bool)
+        compiled = _compiled()
+        if compiled is not None:  # every series and step in one pass
+            series = (flat.ts, flat.vs, flat.vs.view(np.uint64), flat.first, flat.stop)
+            compiled.instants(*series, refs, LOOKBACK_MS, np.uint64(STALE_NAN_BITS), values, present)
         block = max(1, BLOCK_CELLS // max(n, 1))
-        for first in range(0, rows, block):
+        for first in range(0, rows if compiled is None else 0, block):
             part = slice(first, min(rows, first + block))
             index = flat.search(refs, "right", part) - 1
             clipped = np.clip(index, 0, max(len(flat.ts) - 1, 0))
@@ -920,9 +924,9 @@ class _Match:
         value, keep = _elementwise(self.op, *pair)
         if self.return_bool:
             return keep.astype(np.float64), present
-        if self.op in _COMPARISON:
+        if self.op in _COMPARISON:  # the left side's values, a view: copied
             return np.array(value, dtype=np.float64), present & keep
-        return np.array(value, dtype=np.float64), present
+        return value, present  # arithmetic: a new array already
 
     def metric(self, many: Labels, one: Labels) -> Labels:
         labels = _result_metric(many, one, self.op, self.one_to_one, self.on, self.match_labels, self.include)
@@ -1080,6 +1084,9 @@ def warm() -> None:
     if compiled is not None:
         none, grid = np.zeros(0, np.int64), np.zeros((0, 0))
         compiled.extrapolated_rates(none, np.zeros(0), none, none, none, none, none, 60_000, True, grid, grid > 0)
+        values = np.zeros(0)
+        stale = np.uint64(STALE_NAN_BITS)
+        compiled.instants(none, values, values.view(np.uint64), none, none, none, LOOKBACK_MS, stale, grid, grid > 0)
 
 
 def _extrapolated_rate(

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from compiler.live import columns
-from compiler.live.columns import ColumnEvaluator, Columns
+from compiler.live.columns import STALE_NAN_BITS, ColumnEvaluator, Columns
 from compiler.live.steps import Grid
 from tests.unit.live.test_columns import MINUTE, Raw, source
 
@@ -56,3 +56,31 @@ def test_the_compiled_rates_equal_the_numpy_path(expr: str, shared: bool, monkey
     assert np.array_equal(compiled.present, plain.present)
     bits = compiled.values[compiled.present].view(np.uint64), plain.values[plain.present].view(np.uint64)
     assert bits[0].tolist() == bits[1].tolist()
+
+
+def gauges(seed: int, shared: bool) -> list[Raw]:
+    """Gauges with staleness markers, gaps longer than the lookback, NaN and infinities."""
+    rng = random.Random(seed)
+    stale = np.array([STALE_NAN_BITS], np.uint64).view(np.float64)[0]
+    series = []
+    common = np.cumsum([rng.choice([15_000, 30_000, 400_000]) for _ in range(300)])
+    for index in range(9):
+        stamps = common if shared else np.cumsum([rng.choice([10_000, 60_000, 301_000, 900_000]) for _ in range(300)])
+        values = [rng.choice([stale, float("nan"), float("inf"), -0.0, 1.5, float(index)]) for _ in stamps]
+        series.append(Raw({"__name__": "c", "i": str(index)}, stamps.astype(np.int64), np.array(values)))
+    return series
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("expr", ["c", "c offset 3m", "c offset 50s"])
+def test_the_compiled_instant_selector_equals_the_numpy_path(
+    expr: str, shared: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    series = gauges(len(expr) + shared, shared)
+    grid = Grid(-10 * MINUTE, 15_000, 1_500)
+    compiled = evaluated(expr, series, grid)
+    monkeypatch.setattr(columns, "_compiled", lambda: None)
+    plain = evaluated(expr, series, grid)
+    assert compiled.labels == plain.labels and compiled.present.any() and not compiled.present.all()
+    assert np.array_equal(compiled.present, plain.present)
+    assert compiled.values.view(np.uint64).tolist() == plain.values.view(np.uint64).tolist()  # absent cells too
