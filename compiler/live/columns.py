@@ -695,9 +695,11 @@ class ColumnEvaluator:
         if not len(rows):
             return Columns.empty(self.grid.n)
         partners = np.array([partner_of[row] for row in rows.tolist()], dtype=np.int64)
-        mine, theirs = many.values[rows], one.values[partners]
+        every = len(rows) == len(many.labels)  # every series has its partner: its rows as they are, not a copy
+        mine, here = (many.values, many.present) if every else (many.values[rows], many.present[rows])
+        theirs = one.values[partners]
         pair = (theirs, mine) if match.one_to_many else (mine, theirs)
-        value, present = match.apply(pair, many.present[rows] & one.present[partners])
+        value, present = match.apply(pair, here & one.present[partners])
         labels = [
             match.metric(many.labels[row], one.labels[partner])
             for row, partner in zip(rows.tolist(), partners.tolist(), strict=True)
@@ -783,9 +785,11 @@ class _ByKey:
 
     def rows(self, keys: list[Identity]) -> Bools:
         """The table's row of each key (none present for a key it lacks)."""
-        padded = np.vstack([self.table.astype(bool), np.zeros((1, self.table.shape[1]), dtype=bool)])
-        index = np.array([self.ids.get(key, len(self.ids)) for key in keys], dtype=np.int64)
-        picked: Bools = padded[index] if len(keys) else np.zeros((0, self.table.shape[1]), dtype=bool)
+        index = np.array([self.ids.get(key, -1) for key in keys], dtype=np.int64)
+        if not len(keys) or not self.ids:
+            return np.zeros((len(keys), self.table.shape[1]), dtype=bool)
+        picked: Bools = self.table[np.maximum(index, 0)].astype(bool, copy=False)
+        picked[index < 0] = False
         return picked
 
 
@@ -959,9 +963,10 @@ def _merged(source: Columns, values: Floats, present: Bools) -> tuple[Columns, F
 def _present_by_key(keys: list[Identity], present: Bools, n: int, count: bool = False) -> _ByKey:
     ids: dict[Identity, int] = {}
     index = np.array([ids.setdefault(key, len(ids)) for key in keys], dtype=np.int64)
+    if len(ids) == len(keys):  # every key once, in order: the table is the rows themselves
+        return _ByKey(ids, present.astype(np.int64) if count else present)
     table = np.zeros((len(ids), n), dtype=np.int64)
-    if len(keys):
-        np.add.at(table, index, present.astype(np.int64))
+    np.add.at(table, index, present.astype(np.int64))
     return _ByKey(ids, table if count else table > 0)
 
 
