@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from compiler.live.backtest import Backtest, Result
+from compiler.live.memory import keep_freed_memory
 from compiler.plan import SpecPlan
 
 
@@ -42,7 +43,9 @@ _SHARED: tuple[Backtest, Sequence[Job]] | None = None  # set before the fork: wh
 
 
 def run_jobs(backtest: Backtest, jobs: Sequence[Job], processes: int = 1) -> None:
-    """Replay every job into ``backtest.result``, ``processes`` at a time (one: here, in order)."""
+    """Replay every job into ``backtest.result``, ``processes`` at a time (one: here, in order); freed memory is
+    kept in the processes for the next arrays (``memory``)."""
+    keep_freed_memory()
     if processes <= 1 or len(jobs) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for job in jobs:
             backtest.run_spec(job.spec, job.rule_file, job.interval_ms, job.series_limit, job.recorded_series)
