@@ -143,13 +143,22 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> R
     except UnicodeDecodeError as exc:
         raise MalformedError("a label that is not UTF-8") from exc
     stamps, values, offsets = _samples(module, arr, chunks, max_samples)
-    owner = np.repeat(series_of[chunks[:, 0]], np.diff(offsets))
+    # Each series' samples, from its first chunk's (the parts are in order, so their series are); then cut.
+    bounds = offsets[np.searchsorted(series_of[chunks[:, 0]], np.arange(len(found) + 1))]
     keep = (stamps >= start_ms) & (stamps <= end_ms)
     if not keep.all():
-        stamps, values, owner = stamps[keep], values[keep], owner[keep]
-    bounds = np.searchsorted(owner, np.arange(len(found) + 1))
-    # The series whose times do not rise all the way (overlapping chunks), found in one pass over all samples.
-    unsorted = set(owner[1:][(stamps[1:] <= stamps[:-1]) & (owner[1:] == owner[:-1])].tolist())
+        counts = np.zeros(len(found), np.int64)
+        held = np.flatnonzero(np.diff(bounds))
+        if held.size:  # the samples from a series' start to the next non-empty one's are all its own
+            counts[held] = np.add.reduceat(keep, bounds[held], dtype=np.int64)
+        bounds = np.zeros(len(found) + 1, np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        stamps, values = stamps[keep], values[keep]
+    # The series whose times do not rise all the way (overlapping chunks), found in one pass over all samples:
+    # a time not after the one before it, where that is not a series' first sample.
+    down = np.flatnonzero(stamps[1:] <= stamps[:-1]) + 1
+    owners = np.searchsorted(bounds, down, side="right") - 1
+    unsorted = set(owners[down != bounds[owners]].tolist())
     if not unsorted:  # the samples are the batch as they are; a series the cut left empty is dropped
         sizes = np.diff(bounds)
         held = np.flatnonzero(sizes)

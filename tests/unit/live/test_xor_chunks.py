@@ -344,3 +344,13 @@ def test_warming_compiles_every_kernel_on_the_types_of_a_real_answer() -> None:
     assert min(signatures) >= 1
     decode(GOOD)
     assert {len(module.walk.signatures), len(module.decode.signatures)} == signatures  # nothing compiled again
+
+
+def test_a_cut_with_overlapping_chunks_and_a_series_left_empty_keeps_each_ones_samples() -> None:
+    one = [(NOW, 1.0), (NOW + 10, 2.0), (NOW + 20, 3.0)]
+    two = [(NOW + 10, 2.0), (NOW + 15, 2.5), (NOW + 30, 4.0)]
+    early, late = [(NOW - 50, 9.0), (NOW - 40, 8.0)], [(NOW + 12, 5.0), (NOW + 40, 6.0)]
+    raw = frame({"a": "1"}, [xor_chunk(one), xor_chunk(two)]) + frame({"a": "2"}, [xor_chunk(early)])
+    first, last = decode(raw + frame({"a": "3"}, [xor_chunk(late)]), NOW + 10, NOW + 30)
+    assert (first.labels, first.timestamps.tolist()) == ({"a": "1"}, [NOW + 10, NOW + 15, NOW + 20, NOW + 30])
+    assert (last.labels, bits_of(last)) == ({"a": "3"}, expected(late[:1]))
