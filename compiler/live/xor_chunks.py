@@ -101,7 +101,7 @@ def _samples(
 
 
 def _parts(
-    module: ModuleType, arr: np.ndarray, labels: np.ndarray, parts: int
+    module: ModuleType, arr: np.ndarray, labels: np.ndarray, parts: int, raw: bytes
 ) -> tuple[np.ndarray, list[dict[str, str]]]:
     """Each part's series (consecutive parts with the same label bytes are one series split over frames). The
     kernel finds every name and value; each distinct string is decoded once (names and most values repeat)."""
@@ -113,14 +113,13 @@ def _parts(
     code = module.label_spans(arr, labels, ends, spans, same)
     if code:
         raise MalformedError(f"a Label message with {_ERRORS.get(code, 'garbage')}")
-    buf = arr.data
     texts: dict[bytes, str] = {}
     rows, bounds, alike = spans.tolist(), ends.tolist(), same.tolist()
     for part in range(parts):
         if not (alike[part] and found):
             series: dict[str, str] = {}
             for name_start, name_stop, value_start, value_stop in rows[bounds[part] : bounds[part + 1]]:
-                name, value = bytes(buf[name_start:name_stop]), bytes(buf[value_start:value_stop])
+                name, value = raw[name_start:name_stop], raw[value_start:value_stop]  # arr holds raw's bytes
                 key = texts.get(name) or texts.setdefault(name, str(name, "utf-8"))
                 series[key] = texts.get(value) or texts.setdefault(value, str(value, "utf-8"))
             found.append(series)
@@ -139,7 +138,7 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> R
     if chunks.shape[0] and not np.isin(chunks[:, 3], _XOR).all():
         return None
     try:
-        series_of, found = _parts(module, arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0)
+        series_of, found = _parts(module, arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0, raw)
     except UnicodeDecodeError as exc:
         raise MalformedError("a label that is not UTF-8") from exc
     stamps, values, offsets = _samples(module, arr, chunks, max_samples)
