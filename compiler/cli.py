@@ -836,13 +836,11 @@ def _tune_model(args: argparse.Namespace) -> Model | int:
 def cmd_tune(args: argparse.Namespace) -> int:
     from compiler.live import tune
     from compiler.live.client import LiveError
-    from compiler.live.memory import keep_freed_memory
     from compiler.model.budget import estimate
     from compiler.model.links import rules_path
     from compiler.plan import plan
     from compiler.targets import TargetError
 
-    keep_freed_memory()  # its replays allocate as a backtest's do
     span = _backtest_span(args)
     if isinstance(span, str):
         print(f"slo-compiler: {printable(span)}", file=sys.stderr)

@@ -27,6 +27,7 @@ from compiler.live import CONCURRENCY
 from compiler.live.backtest import Backtest, _signal, _signal_names, inline_for_server, needed, rules_of, warmup_ms
 from compiler.live.client import Client, Labels, QueryError
 from compiler.live.coverage import when
+from compiler.live.memory import keep_freed_memory
 from compiler.live.steps import StepError, Store
 from compiler.live.summary import clipped
 from compiler.model import SLO, Range
@@ -426,7 +427,9 @@ def tune(
     window: Window,
     positions: Mapping[tuple[str | int, ...], tuple[int, int]] | None = None,
 ) -> dict[str, Any]:
-    """Every knob of the spec with its candidates and their replays, as plain data (the JSON output)."""
+    """Every knob of the spec with its candidates and their replays, as plain data (the JSON output). Freed
+    memory is kept in the process (``memory``): the replays allocate as a backtest's do."""
+    keep_freed_memory()
     slo = spec.slo
     found_knobs = knobs(slo, data)
     back = max(
