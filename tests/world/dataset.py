@@ -295,15 +295,35 @@ def write_test(
     # Only the series a selector of a rule or a check matches (name and labels): the others cannot
     # change a verdict, and parsing and loading them was most of promtool's time.
     selection = untouched.selected_by(rule_files, [str(check["expr"]) for check in checks])
-    inputs = [
-        {"series": item.selector(), "values": notation(item.samples)}
-        for item in data
-        if selection is None or selection.keeps(item)
-    ]
+    inputs = [(item.selector(), notation(item.samples)) for item in data if selection is None or selection.keeps(item)]
     document = {
         "rule_files": [str(rule) for rule in rule_files],
         "evaluation_interval": "1m",
-        "tests": [{"interval": "30s", "input_series": inputs, "promql_expr_test": checks}],
+        "tests": [{"interval": "30s", "input_series": packed(inputs), "promql_expr_test": checks}],
     }
     path.write_text(json.dumps(document, indent=0), encoding="utf-8")
     return len(inputs)
+
+
+# Series lines per ``input_series`` entry (see ``packed``).
+SERIES_PER_ENTRY = 500
+
+
+def packed(inputs: list[tuple[str, str]], per_entry: int = SERIES_PER_ENTRY) -> list[dict[str, str]]:
+    """``input_series`` entries holding ``per_entry`` series lines each, for the same load text.
+
+    promtool 2.42 turns a test group's inputs into one ``load`` command by appending
+    ``"  {series} {values}\n"`` per entry to a Go string (``result += ...``): each entry copies
+    the whole text so far, so the cost grows with entries times text size. Day one's 16,330
+    series (9.5 MB) spent 38 s of promtool's 135 s copying (2026-12-04; half the series took a
+    quarter of the time). An entry whose values go on with ``"\n  {series} {values}"`` lines
+    builds the same text, byte for byte, with 500 times fewer copies: day one then took 72 s,
+    with the same verdict and the same values read back for every metric name. A promtool that
+    read an entry's values alone would reject the second line as a value, so the trick cannot
+    pass silently.
+    """
+    entries = []
+    for start in range(0, len(inputs), per_entry):
+        (series, values), *rest = inputs[start : start + per_entry]
+        entries.append({"series": series, "values": values + "".join(f"\n  {s} {v}" for s, v in rest)})
+    return entries
