@@ -223,20 +223,34 @@ class Lab:
     extra_rules: Path | None = None  # a rule file Prometheus loads, empty until a fault writes it (then reload)
     prometheus_server: PrometheusServer | None = None  # the process, for the fault that stops and restarts it
 
-    def lab_alerts(self, severities: str = "page|ticket") -> list[dict[str, str]]:
+    def lab_alerts(self, severities: str = "page|ticket", since: float | None = None) -> list[dict[str, str]]:
         """Pending and firing alerts of the lab-fed specs at these severities, as label sets (vmalert writes
-        its ALERTS series into the lab's Prometheus, so this reads either evaluator's)."""
+        its ALERTS series into the lab's Prometheus, so this reads either evaluator's); with ``since`` (Unix
+        seconds) only those an evaluation wrote after it (see ``written_since``)."""
         expr = f'ALERTS{{severity=~"{severities}", slo=~"{"|".join(self.specs)}"}}'
-        return [series["metric"] for series in self.prometheus.query(expr)]
+        return [series["metric"] for series in self.prometheus.query(written_since(expr, since))]
 
-    def no_data_gone(self) -> bool:
+    def no_data_gone(self, since: float | None = None) -> bool:
         """Every spec's SLI has data and no startup alert is left: no NoData, and no AssumptionBroken (an
         assumption's 1d record lags the SLI by an evaluation, by a remote-write flush under vmalert, so it
-        is pending for a moment on any fresh server; its 1h ``for`` waits that out in production)."""
-        values = {s["metric"]["slo"] for s in self.prometheus.query("slo:sli_value:gauge or slo:sli_total:rate5m")}
-        alerts = self.lab_alerts()
+        is pending for a moment on any fresh server; its 1h ``for`` waits that out in production). With
+        ``since``, only what evaluations wrote after it counts."""
+        recorded = written_since("slo:sli_value:gauge or slo:sli_total:rate5m", since)
+        values = {s["metric"]["slo"] for s in self.prometheus.query(recorded)}
+        alerts = self.lab_alerts(since=since)
         starting = [a for a in alerts if a["alertname"].endswith(("NoData", "AssumptionBroken"))]
         return set(self.specs) <= values and not starting
+
+
+def written_since(selector: str, since: float | None) -> str:
+    """``selector`` keeping only series with a sample after ``since`` (Unix seconds; None keeps every one).
+
+    A restarted Prometheus does not mark stale the ALERTS and recorded series its last run wrote (measured
+    with 2.42: an alert pending when the server stopped, inactive after the restart, is still returned by an
+    instant query of ``ALERTS`` until the 5-minute lookback passes). What the restarted server evaluates
+    is only what it wrote since it started.
+    """
+    return selector if since is None else f"({selector}) and timestamp({selector}) > {since:.3f}"
 
 
 def lab_rules(workdir: Path, specs: tuple[str, ...] = LAB_SPECS, profile: str = "prometheus") -> list[Path]:
