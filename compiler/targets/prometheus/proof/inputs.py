@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -680,8 +681,9 @@ class Inputs:
 
     def _solve(self, expr: str, labels: list[dict[str, str]], counters: list[bool], state: bool) -> Drive:
         """How to set the inputs so ``expr`` follows the wanted value (``_solved``, asked once per distinct
-        expression, input series and kind: a fleet's units and a spec's cases share their calm slice)."""
-        return _solved(expr, tuple(tuple(series.items()) for series in labels), tuple(counters), state)
+        expression, input series and kind: a fleet's units and a spec's cases share their calm slice, and
+        a fleet's units, whose series differ only in label values the expression never reads, one solve)."""
+        return solve(expr, labels, counters, state)
 
     def _driven(self, slice_name: str, expr: str, state: bool) -> list[_Template]:
         templates: list[_Template] = []
@@ -835,6 +837,48 @@ def _value_of(
         return known[key]
 
     return remembered
+
+
+# Functions and aggregations whose result depends on label values beyond their equality (or, for ties,
+# on their order): an expression using one is solved over its real series.
+_READS_LABEL_VALUES = re.compile(r"\b(?:label_replace|label_join|topk|bottomk|sort|sort_desc|count_values)\s*\(")
+
+
+def _unread_values_ranked(
+    expr: str, series: tuple[tuple[tuple[str, str], ...], ...]
+) -> tuple[tuple[tuple[str, str], ...], ...] | None:
+    """``series`` with each value of a label no matcher of ``expr`` names replaced by its rank among that
+    label's values (``~0``, ``~1``, ...), or None when the expression reads label values otherwise.
+
+    The evaluation cannot tell the two apart: it compares such values only for equality (grouping,
+    ``on``/``by`` matching), which ranks keep, and keeps the series in their given order. So a fleet's
+    units, which differ only in their unit label values, share one solve.
+    """
+    if _READS_LABEL_VALUES.search(expr):
+        return None
+    matched = {"__name__"} | {matcher.name for _, matchers in promql.analyse(expr).selectors for matcher in matchers}
+    values: dict[str, set[str]] = {}
+    for labels in series:
+        for name, value in labels:
+            if name not in matched:
+                values.setdefault(name, set()).add(value)
+    ranks = {name: {value: f"~{rank}" for rank, value in enumerate(sorted(found))} for name, found in values.items()}
+    return tuple(
+        tuple((name, ranks[name][value] if name in ranks else value) for name, value in labels) for labels in series
+    )
+
+
+def solve(expr: str, labels: Sequence[Mapping[str, str]], counters: Sequence[bool], state: bool) -> Drive:
+    """``_solved`` for these series, shared with every set of series that differs only in values ``expr``
+    never reads; a problem names the real series."""
+    series = tuple(tuple(labels_of.items()) for labels_of in labels)
+    unread = _unread_values_ranked(expr, series)
+    if unread is not None and unread != series:
+        try:
+            return _solved(expr, unread, tuple(counters), state)
+        except InputError:
+            pass  # solved again below, so the problem names the real series
+    return _solved(expr, series, tuple(counters), state)
 
 
 @functools.lru_cache(maxsize=4096)
