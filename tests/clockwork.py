@@ -95,14 +95,17 @@ class _Scenario:
             self.clock.ready()
 
     def close(self) -> None:
-        if self.clock is not None:
-            self.clock.stop.set()
-        if self.thread is not None:
-            self.thread.join(timeout=60)
-        if self.clock is not None:
-            self.clock.stack.close()
-            shutil.rmtree(self.clock.workdir, ignore_errors=True)
-        self.clock, self.thread, self.value, self.error = None, None, None, None
+        clock = self.clock
+        if clock is None:
+            return
+        clock.stop.set()
+        try:
+            if self.thread is not None:
+                self.thread.join(timeout=60)
+            clock.stack.close()
+        finally:  # an engine that failed to stop still leaves no temp dir behind
+            shutil.rmtree(clock.workdir, ignore_errors=True)
+            self.clock, self.thread, self.value, self.error = None, None, None, None
 
 
 # By module file and name: a module imported twice (by a conftest as ``tests.engines.test_x``, then by pytest's
@@ -166,5 +169,12 @@ def start_collected(session: pytest.Session) -> None:
 
 
 def close_all() -> None:
+    """Close every scenario, each even when an earlier one fails to close; the first failure is raised."""
+    failures: list[BaseException] = []
     for found in _SCENARIOS.values():
-        found.close()
+        try:
+            found.close()
+        except Exception as exc:  # re-raised below, once every scenario is closed
+            failures.append(exc)
+    if failures:
+        raise failures[0]
