@@ -246,11 +246,13 @@ def _bits(buf: Array, pos: int, count: int) -> np.uint64:
     are inside the chunk; the 16 bytes of padding keep the 9-byte window inside the buffer)."""
     at = pos >> 3
     off = pos & 7
-    size = min((off + count + 7) >> 3, 8)  # the bytes that hold them (a ninth below)
-    word = np.uint64(0)
-    for index in range(size):
-        word = (word << U8) | np.uint64(buf[at + index])
-    word = (word << np.uint64(64 - 8 * size)) << np.uint64(off)
+    # Always the 8 bytes from ``at`` (inside the padding), written so that LLVM makes them one load and a byte
+    # swap; a ninth byte only when the bits run past them (more than 57 bits, or fewer at a late offset).
+    word = (np.uint64(buf[at]) << np.uint64(56)) | (np.uint64(buf[at + 1]) << np.uint64(48))
+    word |= (np.uint64(buf[at + 2]) << np.uint64(40)) | (np.uint64(buf[at + 3]) << np.uint64(32))
+    word |= (np.uint64(buf[at + 4]) << np.uint64(24)) | (np.uint64(buf[at + 5]) << np.uint64(16))
+    word |= (np.uint64(buf[at + 6]) << U8) | np.uint64(buf[at + 7])
+    word <<= np.uint64(off)
     if off + count > 64:
         word |= np.uint64(buf[at + 8]) >> np.uint64(8 - off)
     return word >> np.uint64(64 - count)
