@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,7 +76,7 @@ from compiler.promql import Matcher, _children, _iter_nodes, lookback_ms, parse_
 from compiler.promql.evaluate import _set_op, _signature
 from compiler.text.yamlin import load_own
 
-Signal = dict[tuple[tuple[str, str], ...], list[float | None]]  # the spec's value per slice and step
+Signal = Mapping[tuple[tuple[str, str], ...], list[float | None]]  # the spec's value per slice and step
 RESOLVED_RETENTION_MS = 15 * 60_000  # Prometheus keeps a resolved alert this long (resolvedRetention)
 # Recorded values (series x steps, all of a spec's recorded rules) one replay segment holds: about 1 GB.
 SEGMENT_CELLS = 30_000_000
@@ -582,15 +582,13 @@ class Backtest:
             known = len(machine.done)
             if place in watch.deferred:  # judged once the history is known, after the last segment
                 if store is None:
-                    store = _store_of(grid, recorded, _signal_names(spec.slo))
-                    signal = _signal(spec.slo, store)
+                    store, signal = Store(grid), column_signal(spec.slo, grid, recorded)
                 watch.hold(place, grid, fed, found.vectors(), signal)
                 continue
             machine.feed_columns(columns.times, found, fed)
             if len(machine.done) > known:
-                if store is None:  # the spec's value, as the step evaluator's store: built once a segment
-                    store = _store_of(grid, recorded, _signal_names(spec.slo))
-                    signal = _signal(spec.slo, store)
+                if store is None:  # the spec's value per slice: built once a segment, a slice when read
+                    store, signal = Store(grid), column_signal(spec.slo, grid, recorded)
                 signal_held = _signal_names(spec.slo) <= set(recorded)
                 for episode in machine.done[known:]:
                     episode.condition_ms = condition_start(spec, episode, store, signal) if signal_held else None
@@ -1020,6 +1018,67 @@ def _signal(slo: SLO, store: Store) -> dict[tuple[tuple[str, str], ...], list[fl
     }
 
 
+SliceKey = tuple[tuple[str, str], ...]
+
+
+class ColumnSignal(Mapping[SliceKey, list[float | None]]):
+    """``_signal`` of the store ``_store_of`` would build from the recorded columns, a slice's list made only
+    when it is read: an episode's condition start reads one slice, where the store held every series of a
+    segment as Python lists (7,500 nodes times 240 steps for each per-node spec that fires, every segment).
+    Keys, their order and every value are ``_signal``'s: a slice's values are its last series' in the
+    columns' order, a ratio's bad side defaults to its total."""
+
+    def __init__(self, slo: SLO, recorded: dict[str, Columns]) -> None:
+        self.slo = slo
+        self.recorded = recorded
+        names = (series.BAD_5M, series.TOTAL_5M) if slo.counts_events else (series.VALUE,)
+        self._rows = {name: self._last_rows(recorded.get(name)) for name in names}
+        self._made: dict[SliceKey, list[float | None]] = {}
+
+    def _last_rows(self, held: Columns | None) -> dict[SliceKey, int]:
+        if held is None:
+            return {}
+        rows: dict[SliceKey, int] = {}
+        for row, labels in enumerate(held.labels):
+            rows[tuple((label, labels.get(label, "")) for label in self.slo.slice.by)] = row
+        return rows
+
+    def _values(self, name: str, row: int) -> list[float | None]:
+        held = self.recorded[name]
+        values, present = held.values[row].tolist(), held.present[row].tolist()
+        return [value if here else None for value, here in zip(values, present, strict=True)]
+
+    def __getitem__(self, key: SliceKey) -> list[float | None]:
+        made = self._made.get(key)
+        if made is not None:
+            return made
+        if not self.slo.counts_events:
+            made = self._values(series.VALUE, self._rows[series.VALUE][key])
+        else:
+            total = self._values(series.TOTAL_5M, self._rows[series.TOTAL_5M][key])
+            bad_row = self._rows[series.BAD_5M].get(key)
+            bad = total if bad_row is None else self._values(series.BAD_5M, bad_row)
+            made = [None if b is None or t is None or not t else b / t for b, t in zip(bad, total, strict=True)]
+        self._made[key] = made
+        return made
+
+    def __iter__(self) -> Iterator[SliceKey]:
+        return iter(self._rows[series.TOTAL_5M if self.slo.counts_events else series.VALUE])
+
+    def __len__(self) -> int:
+        return len(self._rows[series.TOTAL_5M if self.slo.counts_events else series.VALUE])
+
+
+def column_signal(slo: SLO, grid: Grid, recorded: dict[str, Columns]) -> Signal:
+    """The spec's value per slice and step from the recorded columns: lazily (``ColumnSignal``) when every row of
+    each series it reads has labels of its own, else through the store, which merges rows that share labels."""
+    for name in _signal_names(slo):
+        held = recorded.get(name)
+        if held is not None and len({frozenset(labels.items()) for labels in held.labels}) < len(held.labels):
+            return _signal(slo, _store_of(grid, recorded, _signal_names(slo)))
+    return ColumnSignal(slo, recorded)
+
+
 def _beyond(spec: SpecPlan, alert: AlertSpec, value: float | None) -> bool:
     if alert.kind == "no_data":
         return value is None
@@ -1039,7 +1098,7 @@ def condition_start(
     spec: SpecPlan,
     found: Interval,
     store: Store,
-    signal: dict[tuple[tuple[str, str], ...], list[float | None]] | None = None,
+    signal: Signal | None = None,
 ) -> int | None:
     """When the condition behind a firing began: the first step of the run of steps before it became
     pending in which the spec's 5m value was already beyond this alert's threshold."""
@@ -1140,9 +1199,7 @@ class _Watch:
     def times(self) -> list[int]:
         return [self.full.time(index) for index in np.nonzero(self.marks)[0].tolist()]
 
-    def hold(
-        self, place: int, grid: Grid, fed: int, steps: list[Vector], signal: dict[Any, list[float | None]]
-    ) -> None:
+    def hold(self, place: int, grid: Grid, fed: int, steps: list[Vector], signal: Signal) -> None:
         self.held.setdefault(place, []).extend((grid.time(index), steps[index]) for index in range(fed, grid.n))
         offset = self._offset(grid)
         for index in range(fed, grid.n):
