@@ -113,3 +113,44 @@ def instants(
             clipped = min(max(index, 0), last_sample)
             values[row, step] = vs[clipped]
             present[row, step] = index >= first[row] and ts[clipped] >= ref - lookback_ms and bits[clipped] != stale
+
+
+FOLD_OPS = {"sum": 0, "max": 1, "min": 2, "avg": 3, "count": 4, "group": 5}
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def fold_rows(op: int, ids: Array, groups: int, values: Array, present: Array) -> tuple[Array, Array, Array]:
+    """``columns._fold``'s row-by-row aggregation (the rows of each group in their order, cell by cell, with the
+    same float operations): each group's total, whether any row was present, and how many were, per step."""
+    n = values.shape[1]
+    acc = np.zeros((groups, n))
+    seen = np.zeros((groups, n), dtype=np.bool_)
+    count = np.zeros((groups, n))
+    for row in range(ids.shape[0]):
+        group = ids[row]
+        for step in range(n):
+            if not present[row, step]:
+                continue
+            value = values[row, step]
+            cnt = count[group, step] + 1.0
+            count[group, step] = cnt
+            if not seen[group, step]:
+                seen[group, step] = True
+                acc[group, step] = value
+                continue
+            total = acc[group, step]
+            if op == 0:
+                total = total + value
+            elif op == 1:
+                if total < value or np.isnan(total):
+                    total = value
+            elif op == 2:
+                if total > value or np.isnan(total):
+                    total = value
+            elif op == 3:  # the incremental mean, an Inf kept as Prometheus 2.42 keeps it
+                same_inf = np.isinf(value) and ((total > 0) == (value > 0))
+                finite_in = not np.isinf(value) and not np.isnan(value)
+                if not (np.isinf(total) and (same_inf or finite_in)):
+                    total = total + (value / cnt - total / cnt)
+            acc[group, step] = total
+    return acc, seen, count

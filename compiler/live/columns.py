@@ -1004,6 +1004,13 @@ def _fold(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tu
             return np.where(present, 1.0, 0.0) if op == "count" else np.ones(values.shape), present.copy()
         return np.where(present, values, 0.0), present.copy()
     sizes = np.bincount(ids, minlength=groups)
+    compiled = _compiled()
+    if compiled is not None and op in ("sum", "avg", "count") and (op != "sum" or int(sizes.max(initial=0)) <= 64):
+        # The same fold, row by row in one pass (a count adds ones, in any order the same).
+        rows = np.ascontiguousarray(ids, dtype=np.int64)
+        cells, here = np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(present, dtype=bool)
+        total, seen, counted = compiled.fold_rows(compiled.FOLD_OPS[op], rows, groups, cells, here)
+        return (counted if op == "count" else total), seen
     if op in ("count", "group", "max", "min") or (op == "sum" and len(sizes) and int(sizes.max()) > 64):
         return _fold_wide(op, ids, groups, values, present)
     order = np.argsort(ids, kind="stable")
