@@ -115,19 +115,30 @@ def instants(
             present[row, step] = index >= first[row] and ts[clipped] >= ref - lookback_ms and bits[clipped] != stale
 
 
-FOLD_OPS = {"sum": 0, "max": 1, "min": 2, "avg": 3, "count": 4, "group": 5}
+FOLD_OPS = {"sum": 0, "max": 1, "min": 2, "avg": 3, "count": 4, "group": 5, "running sum": 6}
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def fold_rows(op: int, ids: Array, groups: int, values: Array, present: Array) -> tuple[Array, Array, Array]:
     """``columns._fold``'s row-by-row aggregation (the rows of each group in their order, cell by cell, with the
-    same float operations): each group's total, whether any row was present, and how many were, per step."""
+    same float operations): each group's total, whether any row was present, and how many were, per step. The
+    running sum is ``_fold_wide``'s: a group's first row (0 where absent), then each next row added (0 where
+    absent), as ``cumsum`` adds them."""
     n = values.shape[1]
     acc = np.zeros((groups, n))
     seen = np.zeros((groups, n), dtype=np.bool_)
     count = np.zeros((groups, n))
+    started = np.zeros(groups, dtype=np.bool_)
     for row in range(ids.shape[0]):
         group = ids[row]
+        if op == 6:
+            for step in range(n):
+                here = present[row, step]
+                value = values[row, step] if here else 0.0
+                acc[group, step] = acc[group, step] + value if started[group] else value
+                seen[group, step] = seen[group, step] or here
+            started[group] = True
+            continue
         for step in range(n):
             if not present[row, step]:
                 continue

@@ -1005,11 +1005,13 @@ def _fold(op: str, ids: Ints, groups: int, values: Floats, present: Bools) -> tu
         return np.where(present, values, 0.0), present.copy()
     sizes = np.bincount(ids, minlength=groups)
     compiled = _compiled()
-    if compiled is not None and op in ("sum", "avg", "count") and (op != "sum" or int(sizes.max(initial=0)) <= 64):
-        # The same fold, row by row in one pass (a count adds ones, in any order the same).
+    if compiled is not None and op in ("sum", "avg", "count"):
+        # The same folds, row by row in one pass (a count adds ones, in any order the same; a sum over large
+        # groups is _fold_wide's running sum).
+        kind = "running sum" if op == "sum" and int(sizes.max(initial=0)) > 64 else op
         rows = np.ascontiguousarray(ids, dtype=np.int64)
         cells, here = np.ascontiguousarray(values, dtype=np.float64), np.ascontiguousarray(present, dtype=bool)
-        total, seen, counted = compiled.fold_rows(compiled.FOLD_OPS[op], rows, groups, cells, here)
+        total, seen, counted = compiled.fold_rows(compiled.FOLD_OPS[kind], rows, groups, cells, here)
         return (counted if op == "count" else total), seen
     if op in ("count", "group", "max", "min") or (op == "sum" and len(sizes) and int(sizes.max()) > 64):
         return _fold_wide(op, ids, groups, values, present)

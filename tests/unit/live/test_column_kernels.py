@@ -86,19 +86,23 @@ def test_the_compiled_instant_selector_equals_the_numpy_path(
     assert compiled.values.view(np.uint64).tolist() == plain.values.view(np.uint64).tolist()  # absent cells too
 
 
-@pytest.mark.parametrize("op", ["sum", "avg", "count"])
+@pytest.mark.parametrize(("op", "rows"), [("sum", 60), ("sum", 400), ("avg", 60), ("count", 60)])
 @pytest.mark.parametrize("seed", range(4))
-def test_the_compiled_fold_equals_the_numpy_path(op: str, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``sum`` over small groups, ``avg`` and ``count``: each group's rows folded in their order, the same float
-    operations on the same cells (a running mean that keeps an Inf, NaN, -0.0, values far apart in size). Bit for
-    bit but a NaN's sign: NaN + NaN keeps one operand's, and numpy's vector loop may take them in either order."""
+def test_the_compiled_fold_equals_the_numpy_path(
+    op: str, rows: int, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``sum`` over small and large groups (400 rows in 7 groups: the running sum), ``avg`` and ``count``: each
+    group's rows folded in their order, the same float operations on the same cells (a running mean that keeps an
+    Inf, NaN, -0.0, values far apart in size). Bit for bit but a NaN's sign: NaN + NaN keeps one operand's, and
+    numpy's vector loop may take them in either order."""
     rng = np.random.default_rng(seed)
-    rows, steps, groups = 60, 50, 7
+    steps, groups = 50, 7
     ids = rng.integers(0, groups, rows)
     ids[:groups] = np.arange(groups)  # every group has a row
     values = rng.choice([0.0, -0.0, 1.0, 0.1, 1e-9, 1e15, -3.5, np.inf, -np.inf, np.nan], size=(rows, steps))
     values = np.where(rng.random((rows, steps)) < 0.6, rng.random((rows, steps)) * 10.0 - 2.0, values)
     present = rng.random((rows, steps)) < 0.7
+    values[ids == 0, 0], present[ids == 0, 0] = -0.0, True  # a total of -0.0: its sign is the fold's order
     compiled = columns._fold(op, ids, groups, values, present)
     monkeypatch.setattr(columns, "_compiled", lambda: None)
     plain = columns._fold(op, ids, groups, values, present)
