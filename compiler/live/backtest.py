@@ -66,6 +66,7 @@ from compiler.live.client import (
 from compiler.live.columns import ColumnEvaluator, Columns, Fetch, identities
 from compiler.live.columns import warm as columns_warm
 from compiler.live.coverage import SERVER_QUERY, SERVER_STEP_MS, Coverage, Span, covers, data_query, spans_of, union
+from compiler.live.memory import collector_paused
 from compiler.live.remote_read import RawLike, RawSeries
 from compiler.live.remote_read import selector as selector_text
 from compiler.live.segment_reads import SegmentReads
@@ -387,6 +388,17 @@ class Backtest:
     ) -> None:
         """Replay one spec's group; ``series_limit`` bounds the series one raw rule may return (the budget),
         ``recorded_series`` (the spec's estimate) sizes its time segments."""
+        with collector_paused():
+            self._run_spec(spec, rule_file, default_interval_ms, series_limit, recorded_series)
+
+    def _run_spec(
+        self,
+        spec: SpecPlan,
+        rule_file: bytes,
+        default_interval_ms: int,
+        series_limit: int | None,
+        recorded_series: int | None,
+    ) -> None:
         self.series_limit, self.recorded_series = series_limit, recorded_series
         rules, full, warm = self.spec_grid(rule_file, default_interval_ms)
         self.result.warmup_ms = max(self.result.warmup_ms, warm)
@@ -510,10 +522,14 @@ class Backtest:
         watch = _Watch(full, data_query(spec.slo, full.step_ms), {i for i, r in enumerate(rules) if r.name in no_data})
         cut = segments(full, _overlap_steps(warm, full.step_ms), width or 1, self.segment_cells)
         reads = SegmentReads(self.fetch, full.time(full.n - 1)) if len(cut) > 1 else self.fetch
-        for grid, fed in cut:
-            self.result.segments += 1
-            if not self.replay_local(spec, rules, grid, fed, machines, watch, reads):
-                break
+        self.client.label_memo = {} if len(cut) > 1 else None  # each segment reads the same series again
+        try:
+            for grid, fed in cut:
+                self.result.segments += 1
+                if not self.replay_local(spec, rules, grid, fed, machines, watch, reads):
+                    break
+        finally:
+            self.client.label_memo = None
         served = self.coverage(spec.slo, full, watch.times()).server
         for index in sorted(watch.deferred):
             machine = machines[index]

@@ -276,6 +276,9 @@ class Client:
         self.server_s = 0.0  # the server's own time evaluating those range queries (its query stats)
         self._counting = threading.Lock()  # backtest asks several range queries at once
         self._external: Labels | None = None
+        # The labels of the series remote read decoded, by their bytes: set by a caller that reads the same
+        # series again (backtest, one spec's time segments), so each series' labels are decoded once.
+        self.label_memo: dict[bytes, tuple[Labels, tuple[tuple[str, str], ...]]] | None = None
 
     def call(self, path: str, params: Sequence[tuple[str, str]] = (), post: bool = True) -> Any:
         """One API call; the answer's ``data``, or a ``LiveError`` that says why not."""

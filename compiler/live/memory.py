@@ -27,12 +27,21 @@ Two more settings keep the reuse real (measured on kubelet-pleg-health's day at 
   6.4 million minor faults that day, 1.5 million with one arena. One arena (``M_ARENA_MAX``) serves every
   thread from the heap kept above, at the cost of a lock the threads seldom contend for (the reader and
   the evaluation).
+
+Python's cycle collector is paused while a spec replays (``collector_paused``). A replay allocates millions of
+containers (a dict of labels per series, lists of a read's offsets) and keeps most of them until its segment
+ends, so the collector's full passes, each over every object alive, found nothing to free and took a
+seventh of kubelet-pleg-health's day (5.6 s of 39.6 s in 52 full passes, at 7,500 nodes). What a replay
+frees, it frees by reference counts; a cycle it made is collected when the collector runs again after it.
 """
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 _M_TRIM_THRESHOLD = -1  # glibc malloc.h
 _M_MMAP_MAX = -4
@@ -60,3 +69,15 @@ def _no_huge_page_requests() -> None:
     switch = getattr(multiarray, "_set_madvise_hugepage", None)
     if callable(switch):
         switch(False)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off inside (for the whole process), back as it was after."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

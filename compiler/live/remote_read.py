@@ -168,10 +168,10 @@ class RawBatch(Sequence[RawSeries]):
         ``j`` is ``labels[j]`` with the next ``parts[j]`` ranges (one each without ``parts``)."""
         bounds = np.zeros(sizes.size + 1, np.int64)
         np.cumsum(sizes, out=bounds[1:])
-        picks = np.repeat(starts - bounds[:-1], sizes) + np.arange(bounds[-1], dtype=np.int64)
+        picked = _gather_runs(timestamps, values, starts, sizes, int(bounds[-1]))
         if parts is not None:
             bounds = bounds[np.concatenate(([0], np.cumsum(parts)))]
-        return RawBatch(labels, timestamps[picks], values[picks], bounds, keys)
+        return RawBatch(labels, picked[0], picked[1], bounds, keys)
 
     @property
     def samples(self) -> int:
@@ -194,6 +194,29 @@ class RawBatch(Sequence[RawSeries]):
         index %= len(self.labels)
         start, stop = int(self.bounds[index]), int(self.bounds[index + 1])
         return RawSeries(self.labels[index], self.timestamps[start:stop], self.values[start:stop])
+
+
+def _gather_runs(
+    timestamps: np.ndarray, values: np.ndarray, starts: np.ndarray, sizes: np.ndarray, total: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sample runs ``starts[i]:starts[i] + sizes[i]`` one after another: copied run by run by the compiled
+    kernel when numba is there (a read's runs are hundreds of samples long), else gathered by index."""
+    from compiler.live import xor_chunks  # numba's import only when a remote read happens
+
+    module = xor_chunks.kernels() if starts.size else None
+    if (
+        module is None
+        or timestamps.dtype != np.int64
+        or values.dtype != np.float64
+        or starts.min() < 0
+        or int((starts + sizes).max()) > timestamps.size
+        or timestamps.size != values.size
+    ):
+        picks = np.repeat(starts - np.cumsum(sizes) + sizes, sizes) + np.arange(total, dtype=np.int64)
+        return timestamps[picks], values[picks]
+    out_stamps, out_values = np.empty(total, np.int64), np.empty(total, np.float64)
+    module.gather_runs(timestamps, values, starts.astype(np.int64), sizes.astype(np.int64), out_stamps, out_values)
+    return out_stamps, out_values
 
 
 def sample_count(series: Sequence[RawLike]) -> int:
@@ -588,7 +611,7 @@ def _read_once(client: Client, matchers: Sequence[Matcher], start_ms: int, end_m
         if chunked:
             from compiler.live import xor_chunks
 
-            got = xor_chunks.decode_stream(raw, start_ms, end_ms, MAX_DECOMPRESSED_BYTES // 16)
+            got = xor_chunks.decode_stream(raw, start_ms, end_ms, MAX_DECOMPRESSED_BYTES // 16, client.label_memo)
             if got is None:  # a native histogram's chunk: the samples mode's answer for it
                 return _read_once(client, matchers, start_ms, end_ms, False)
             series = got
@@ -661,6 +684,13 @@ def read_raw(
 def _merged(answers: Sequence[RawBatch]) -> RawBatch:
     """The pieces of one read (in time order) as one batch sorted by labels: each series' parts one after
     another, in the pieces' order."""
+    if len(answers) > 1 and all(answer.sort_keys() == answers[0].sort_keys() for answer in answers[1:]):
+        return _merged_alike(answers)
+    return _merged_by_labels(answers)
+
+
+def _merged_by_labels(answers: Sequence[RawBatch]) -> RawBatch:
+    """``_merged`` of any pieces: each series' parts found by its labels."""
     parts: dict[LabelKey, list[tuple[int, int]]] = {}
     for piece, answer in enumerate(answers):
         for index, key in enumerate(answer.sort_keys()):
@@ -688,4 +718,22 @@ def _merged(answers: Sequence[RawBatch]) -> RawBatch:
         np.array(sizes, np.int64),
         np.array(counts, np.int64),
         keys,
+    )
+
+
+def _merged_alike(answers: Sequence[RawBatch]) -> RawBatch:
+    """``_merged`` of pieces that hold the same series in the same order (consecutive time segments of one
+    selector, the usual case), without a Python step per series."""
+    offsets = np.cumsum([0] + [answer.samples for answer in answers])[:-1].tolist()
+    starts = np.stack([offset + answer.bounds[:-1] for offset, answer in zip(offsets, answers, strict=True)], axis=1)
+    sizes = np.stack([np.diff(answer.bounds) for answer in answers], axis=1)
+    first = answers[0]
+    return RawBatch.gathered(
+        first.labels,
+        np.concatenate([answer.timestamps for answer in answers]),
+        np.concatenate([answer.values for answer in answers]),
+        starts.ravel(),
+        sizes.ravel(),
+        np.full(len(first), len(answers), np.int64),
+        first.sort_keys(),
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from compiler.live import xor_chunks
 from compiler.live.remote_read import RawBatch, RawLike, _merged
 from compiler.promql import Matcher
 
@@ -38,19 +39,32 @@ class _Held:
 
 
 def cut(batch: RawBatch, start_ms: int, end_ms: int) -> RawBatch:
-    """The samples of ``batch`` from ``start_ms`` to ``end_ms`` (both included), series left empty dropped."""
+    """The samples of ``batch`` from ``start_ms`` to ``end_ms`` (both included), series left empty dropped.
+    A series' samples rise in time, so those kept are one run of it: found by counting, not by a per-sample
+    owner."""
     stamps = batch.timestamps
-    if not stamps.size or (stamps.min() >= start_ms and stamps.max() <= end_ms):
+    starts = batch.bounds[:-1]
+    if not stamps.size or (stamps[starts].min() >= start_ms and stamps[batch.bounds[1:] - 1].max() <= end_ms):
         return batch
-    keep = (stamps >= start_ms) & (stamps <= end_ms)
-    owner = np.repeat(np.arange(len(batch), dtype=np.int64), np.diff(batch.bounds))
-    sizes = np.bincount(owner[keep], minlength=len(batch))
-    held = np.flatnonzero(sizes)
-    bounds = np.zeros(held.size + 1, np.int64)
-    np.cumsum(sizes[held], out=bounds[1:])
+    before, within = _runs_within(batch, start_ms, end_ms)
+    held = np.flatnonzero(within > 0)
     picked = held.tolist()
     keys = None if batch.keys is None else [batch.keys[index] for index in picked]
-    return RawBatch([batch.labels[index] for index in picked], stamps[keep], batch.values[keep], bounds, keys)
+    labels = batch.labels if len(picked) == len(batch) else [batch.labels[index] for index in picked]
+    return RawBatch.gathered(labels, stamps, batch.values, starts[held] + before[held], within[held], None, keys)
+
+
+def _runs_within(batch: RawBatch, start_ms: int, end_ms: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each series' samples before ``start_ms``, and from it to ``end_ms``: by the compiled kernel's binary
+    searches when numba is there, else by counting."""
+    module = xor_chunks.kernels()
+    stamps, starts = batch.timestamps, batch.bounds[:-1]
+    if module is None or stamps.dtype != np.int64:
+        before = np.add.reduceat(stamps < start_ms, starts, dtype=np.int64)
+        return before, np.add.reduceat(stamps <= end_ms, starts, dtype=np.int64) - before
+    before, within = np.empty(len(batch), np.int64), np.empty(len(batch), np.int64)
+    module.runs_within(stamps, batch.bounds.astype(np.int64), start_ms, end_ms, before, within)
+    return before, within
 
 
 class SegmentReads:

@@ -22,7 +22,7 @@ from types import ModuleType
 import numpy as np
 
 from compiler.live.client import AnswerTooBigError
-from compiler.live.remote_read import MalformedError, RawBatch, RawSeries
+from compiler.live.remote_read import LabelKey, MalformedError, RawBatch, RawSeries
 
 CONTENT_TYPE = "application/x-streamed-protobuf"
 # A frame longer than this is refused (the server's --storage.remote.read-max-bytes-in-frame defaults to 1 MiB).
@@ -58,6 +58,11 @@ def warm() -> bool:
     if not _streamed_available():
         return False
     decode_stream(b"", 0, 0, 1)  # an empty answer goes through every kernel, with the types real ones have
+    module = kernels()
+    assert module is not None
+    none, one = np.zeros(0, np.int64), np.zeros(1, np.int64)
+    module.gather_runs(none, np.zeros(0), none, none, none, np.zeros(0))  # the segment reads' cuts and joins
+    module.runs_within(none, one, 0, 0, none, none)
     return True
 
 
@@ -100,13 +105,30 @@ def _samples(
     return stamps.view(np.int64), values.view(np.float64), offsets
 
 
+LabelMemo = dict[bytes, tuple[dict[str, str], LabelKey]]
+
+
+def _label_bytes(labels: np.ndarray, ends: np.ndarray) -> tuple[list[int], list[int]]:
+    """Each part's bytes from its first Label message to the end of its last (empty for a part without
+    labels): the same bytes, the same labels."""
+    if not labels.shape[0]:
+        return [0] * (ends.size - 1), [0] * (ends.size - 1)
+    labelled = ends[1:] > ends[:-1]
+    opens = np.where(labelled, labels[np.minimum(ends[:-1], labels.shape[0] - 1), 1], 0)
+    closes = np.where(labelled, labels[np.maximum(ends[1:] - 1, 0), 2], 0)
+    return opens.tolist(), closes.tolist()
+
+
 def _parts(
-    module: ModuleType, arr: np.ndarray, labels: np.ndarray, parts: int, raw: bytes
-) -> tuple[np.ndarray, list[dict[str, str]]]:
-    """Each part's series (consecutive parts with the same label bytes are one series split over frames). The
-    kernel finds every name and value; each distinct string is decoded once (names and most values repeat)."""
+    module: ModuleType, arr: np.ndarray, labels: np.ndarray, parts: int, raw: bytes, memo: LabelMemo
+) -> tuple[np.ndarray, list[dict[str, str]], list[LabelKey]]:
+    """Each part's series (consecutive parts with the same label bytes are one series split over frames) and its
+    labels as sorted pairs (the order reads are sorted in). The kernel finds every name and value; each distinct
+    string is decoded once (names and most values repeat), and a series whose label bytes ``memo`` holds (the
+    same series in an earlier read: a replay reads each selector once per time segment) is not decoded again."""
     series_of = np.zeros(parts, np.int64)
     found: list[dict[str, str]] = []
+    keys: list[LabelKey] = []
     ends = np.searchsorted(labels[:, 0], np.arange(parts + 1))
     spans = np.zeros((labels.shape[0], 4), np.int64)
     same = np.zeros(parts, np.bool_)
@@ -114,22 +136,31 @@ def _parts(
     if code:
         raise MalformedError(f"a Label message with {_ERRORS.get(code, 'garbage')}")
     texts: dict[bytes, str] = {}
-    rows, bounds, alike = spans.tolist(), ends.tolist(), same.tolist()
+    bounds, alike = ends.tolist(), same.tolist()
+    opens, closes = _label_bytes(labels, ends)
     for part in range(parts):
         if not (alike[part] and found):
-            series: dict[str, str] = {}
-            for name_start, name_stop, value_start, value_stop in rows[bounds[part] : bounds[part + 1]]:
-                name, value = raw[name_start:name_stop], raw[value_start:value_stop]  # arr holds raw's bytes
-                key = texts.get(name) or texts.setdefault(name, str(name, "utf-8"))
-                series[key] = texts.get(value) or texts.setdefault(value, str(value, "utf-8"))
-            found.append(series)
+            whole = raw[opens[part] : closes[part]]
+            held = memo.get(whole)
+            if held is None:
+                series: dict[str, str] = {}
+                for name_start, name_stop, value_start, value_stop in spans[bounds[part] : bounds[part + 1]].tolist():
+                    name, value = raw[name_start:name_stop], raw[value_start:value_stop]  # arr holds raw's bytes
+                    key = texts.get(name) or texts.setdefault(name, str(name, "utf-8"))
+                    series[key] = texts.get(value) or texts.setdefault(value, str(value, "utf-8"))
+                held = memo.setdefault(whole, (series, tuple(sorted(series.items()))))
+            found.append(held[0])
+            keys.append(held[1])
         series_of[part] = len(found) - 1
-    return series_of, found
+    return series_of, found, keys
 
 
-def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> RawBatch | None:
+def decode_stream(
+    raw: bytes, start_ms: int, end_ms: int, max_samples: int, memo: LabelMemo | None = None
+) -> RawBatch | None:
     """The series of a streamed answer, cut to [start_ms, end_ms]; None when a chunk is not XOR (ask for
-    samples). ``MalformedError`` for anything that is not such an answer, never another exception."""
+    samples). ``MalformedError`` for anything that is not such an answer, never another exception. ``memo``:
+    the labels of the series read before, by their bytes (``Client.label_memo``), filled with this answer's."""
     module = kernels()
     assert module is not None, "decode_stream without numba"
     arr = np.zeros(len(raw) + _PAD, np.uint8)
@@ -138,7 +169,8 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> R
     if chunks.shape[0] and not np.isin(chunks[:, 3], _XOR).all():
         return None
     try:
-        series_of, found = _parts(module, arr, labels, int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0, raw)
+        parts = int(chunks[-1, 0]) + 1 if chunks.shape[0] else 0
+        series_of, found, keys = _parts(module, arr, labels, parts, raw, {} if memo is None else memo)
     except UnicodeDecodeError as exc:
         raise MalformedError("a label that is not UTF-8") from exc
     stamps, values, offsets = _samples(module, arr, chunks, max_samples)
@@ -163,7 +195,8 @@ def decode_stream(raw: bytes, start_ms: int, end_ms: int, max_samples: int) -> R
         held = np.flatnonzero(sizes)
         kept = np.zeros(held.size + 1, np.int64)
         np.cumsum(sizes[held], out=kept[1:])
-        return RawBatch([found[index] for index in held.tolist()], stamps, values, kept)
+        picked = held.tolist()
+        return RawBatch([found[index] for index in picked], stamps, values, kept, [keys[index] for index in picked])
     out = []
     spans = bounds.tolist()
     for index, labels_of in enumerate(found):

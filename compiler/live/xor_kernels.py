@@ -375,3 +375,29 @@ def decode(buf: Array, starts: Array, sizes: Array, offsets: Array, stamps: Arra
         if code != OK:
             return code, chunk
     return OK, -1
+
+
+@njit(cache=True, nogil=True)
+def gather_runs(
+    stamps: Array, values: Array, starts: Array, sizes: Array, out_stamps: Array, out_values: Array
+) -> None:
+    """The runs ``starts[i]:starts[i] + sizes[i]`` of stamps and values, one after another, into the outputs (the
+    caller checked that every run lies inside the inputs and that the outputs hold them all)."""
+    at = 0
+    for run in range(starts.size):
+        first, size = starts[run], sizes[run]
+        out_stamps[at : at + size] = stamps[first : first + size]
+        out_values[at : at + size] = values[first : first + size]
+        at += size
+
+
+@njit(cache=True, nogil=True)
+def runs_within(stamps: Array, bounds: Array, start: int, end: int, before: Array, within: Array) -> None:
+    """For each series ``i`` (samples ``bounds[i]:bounds[i + 1]``, rising in time): how many of its samples lie
+    before ``start`` and how many from ``start`` to ``end`` (both included), by binary search."""
+    for series in range(bounds.size - 1):
+        first, stop = bounds[series], bounds[series + 1]
+        low = first + np.searchsorted(stamps[first:stop], start, side="left")
+        high = first + np.searchsorted(stamps[first:stop], end, side="right")
+        before[series] = low - first
+        within[series] = high - low

@@ -68,3 +68,24 @@ def test_a_replaying_process_asks_for_no_transparent_huge_pages() -> None:
     """numpy's default asks for them on every array of 4 MiB or more; each fault then compacts and zeroes 2 MiB."""
     assert child("plain")["huge_pages"] is True
     assert child("keep")["huge_pages"] is False
+
+
+def test_the_cycle_collector_is_paused_inside_and_restored_after() -> None:
+    """A replay pauses Python's cycle collector (``collector_paused``) and leaves it as it found it, even when the
+    replay raises."""
+    import gc
+
+    from compiler.live.memory import collector_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        assert not gc.isenabled()
+        raise RuntimeError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

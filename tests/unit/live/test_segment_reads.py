@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from compiler.live import segment_reads
 from compiler.live.remote_read import RawBatch, RawLike, RawSeries
 from compiler.live.segment_reads import BLOCK_MS, SegmentReads, cut
 from compiler.promql import Matcher
@@ -66,3 +67,26 @@ def test_a_read_reaching_before_what_is_held_asks_again() -> None:
     assert view(reads(KEY, 3 * HOUR, 5 * HOUR)) == view(Server()(KEY, 3 * HOUR, 5 * HOUR))
     assert view(reads(KEY, 4 * HOUR, 4 * HOUR + STEP)) == view(Server()(KEY, 4 * HOUR, 4 * HOUR + STEP))
     assert server.asked == [(4 * HOUR, 6 * HOUR - 1), (3 * HOUR, 6 * HOUR - 1)]
+
+
+def test_a_cut_keeps_each_series_samples_in_the_range_and_drops_the_series_left_empty() -> None:
+    """``cut`` finds each series' run by binary search (the compiled kernel) or by counting (without numba): both
+    keep, per series, exactly its samples from start to end, both included."""
+    rng = np.random.default_rng(3)
+    found = [
+        RawSeries({"i": str(index)}, times, times / 7.0)
+        for index in range(60)
+        if (times := np.unique(rng.integers(0, 1000, rng.integers(1, 30))).astype(np.int64)).size
+    ]
+    batch = RawBatch.joined(found)
+    for start, end in ((0, 999), (-5, 2000), (250, 260), (500, 499), (0, 0), (999, 999), (300, 700)):
+        want = [
+            (one.labels, kept.tolist(), (kept / 7.0).tolist())
+            for one in found
+            if (kept := one.timestamps[(one.timestamps >= start) & (one.timestamps <= end)]).size
+        ]
+        assert view(cut(batch, start, end)) == want
+        before, within = segment_reads._runs_within(batch, start, end)
+        counted_before = [int((one.timestamps < start).sum()) for one in found]
+        counted_within = [int(((one.timestamps >= start) & (one.timestamps <= end)).sum()) for one in found]
+        assert (before.tolist(), within.tolist()) == (counted_before, counted_within)

@@ -354,3 +354,24 @@ def test_a_cut_with_overlapping_chunks_and_a_series_left_empty_keeps_each_ones_s
     first, last = decode(raw + frame({"a": "3"}, [xor_chunk(late)]), NOW + 10, NOW + 30)
     assert (first.labels, first.timestamps.tolist()) == ({"a": "1"}, [NOW + 10, NOW + 15, NOW + 20, NOW + 30])
     assert (last.labels, bits_of(last)) == ({"a": "3"}, expected(late[:1]))
+
+
+def test_a_series_read_again_reuses_its_labels_from_the_memo_and_decodes_the_same() -> None:
+    """The label memo (a replay reads each selector once per segment): the second answer's series are the first
+    one's label dicts, each with its labels as sorted pairs, and decode to what no memo gives; a series of other
+    labels is decoded on its own."""
+    first = frame({"job": "a", "instance": "x"}, [xor_chunk([(NOW, 1.0), (NOW + 60_000, 2.0)])])
+    first += frame({"job": "a", "instance": "y"}, [xor_chunk([(NOW, 3.0)])])
+    later = frame({"job": "a", "instance": "x"}, [xor_chunk([(NOW + 120_000, 4.0)])])
+    later += frame({"job": "b", "instance": "y"}, [xor_chunk([(NOW + 120_000, 5.0)])])
+    memo: xor_chunks.LabelMemo = {}
+    one = xor_chunks.decode_stream(first, 0, 2**62, 10**6, memo)
+    assert len(memo) == 2
+    two = xor_chunks.decode_stream(later, 0, 2**62, 10**6, memo)
+    plain = xor_chunks.decode_stream(later, 0, 2**62, 10**6)
+    assert one is not None and two is not None and plain is not None
+    assert len(memo) == 3
+    assert two.labels[0] is one.labels[0]
+    assert two.labels[1] == {"job": "b", "instance": "y"} and two.labels[1] is not one.labels[1]
+    assert two.keys == [tuple(sorted(labels.items())) for labels in two.labels] == plain.sort_keys()
+    assert [(s.labels, bits_of(s)) for s in two] == [(s.labels, bits_of(s)) for s in plain]
