@@ -309,11 +309,12 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
 
     After the first two samples, each sample is a delta of delta (prefix 0, 10, 110, 1110, 1111, then 0, 14,
     17, 20 or 64 bits) and a value (0: unchanged; 10: XOR in the last window; 11: 5 bits of leading zeros, 6 of
-    significant bits, then those bits). Each of the two is parsed from one 8-byte load at its first bit, whose
-    top 57 bits are the stream's (bits past ``end`` are loaded but used only after the check against ``end``;
-    the buffer's padding keeps the load inside). The loads are written out here, not called: numba counts a
-    reference to ``buf`` on every call of a function that takes it, even inlined, and those atomic counts were
-    three quarters of the decoder's time (30 ns a sample, now 8)."""
+    significant bits, then those bits). Each of the two is parsed from one 8-byte load at its first bit (one
+    place in the loop, which alternates between them), whose top 57 bits are the stream's (bits past ``end``
+    are loaded but used only after the check against ``end``; the buffer's padding keeps the load inside). The
+    load is written out here, not called: numba counts a reference to ``buf`` on every call of a function that
+    takes it, even inlined, and those atomic counts were three quarters of the decoder's time (30 ns a sample,
+    now 8)."""
     pos, end = (start + 2) * 8, (start + size) * 8
     leading = trailing = 0
     raw, pos = _bit_uvarint(buf, pos, end)
@@ -331,16 +332,19 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
     if pos < 0:
         return TRUNCATED if pos == -1 else BAD_VARINT
     zero, one = np.uint64(0), np.uint64(1)
-    for index in range(1, count):
-        if index > 1:  # the delta of delta
-            if pos + 1 > end:
-                return TRUNCATED
-            at = pos >> 3
-            word = (np.uint64(buf[at]) << np.uint64(56)) | (np.uint64(buf[at + 1]) << np.uint64(48))
-            word |= (np.uint64(buf[at + 2]) << np.uint64(40)) | (np.uint64(buf[at + 3]) << np.uint64(32))
-            word |= (np.uint64(buf[at + 4]) << np.uint64(24)) | (np.uint64(buf[at + 5]) << np.uint64(16))
-            word |= (np.uint64(buf[at + 6]) << U8) | np.uint64(buf[at + 7])
-            word <<= np.uint64(pos & 7)
+    stamp += delta
+    index, in_value = 1, True  # the second sample has no delta of delta: its value comes next
+    while index < count:
+        if pos + 1 > end:
+            return TRUNCATED
+        at = pos >> 3
+        word = (np.uint64(buf[at]) << np.uint64(56)) | (np.uint64(buf[at + 1]) << np.uint64(48))
+        word |= (np.uint64(buf[at + 2]) << np.uint64(40)) | (np.uint64(buf[at + 3]) << np.uint64(32))
+        word |= (np.uint64(buf[at + 4]) << np.uint64(24)) | (np.uint64(buf[at + 5]) << np.uint64(16))
+        word |= (np.uint64(buf[at + 6]) << U8) | np.uint64(buf[at + 7])
+        word <<= np.uint64(pos & 7)
+        in_value = not in_value
+        if in_value:  # the delta of delta was read: this word starts at it
             if word >> np.uint64(63) == zero:
                 pos += 1
             else:
@@ -362,18 +366,9 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
                         dod -= one << np.uint64(bits)  # negative, in two's complement (wraps)
                 delta += dod
                 pos += used + bits
-        stamp += delta
-        if pos + 1 > end:  # the value
-            return TRUNCATED
-        at = pos >> 3
-        word = (np.uint64(buf[at]) << np.uint64(56)) | (np.uint64(buf[at + 1]) << np.uint64(48))
-        word |= (np.uint64(buf[at + 2]) << np.uint64(40)) | (np.uint64(buf[at + 3]) << np.uint64(32))
-        word |= (np.uint64(buf[at + 4]) << np.uint64(24)) | (np.uint64(buf[at + 5]) << np.uint64(16))
-        word |= (np.uint64(buf[at + 6]) << U8) | np.uint64(buf[at + 7])
-        word <<= np.uint64(pos & 7)
-        if word >> np.uint64(63) == zero:
-            pos += 1
-        else:
+            stamp += delta
+            continue
+        if word >> np.uint64(63) != zero:  # the value changed (a 0 bit: the same value)
             if pos + 2 > end:
                 return TRUNCATED
             if (word >> np.uint64(62)) & one == zero:
@@ -397,8 +392,10 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
                 value ^= ((word << np.uint64(used)) >> np.uint64(64 - bits)) << np.uint64(trailing)
             else:
                 value ^= _bits(buf, pos, bits) << np.uint64(trailing)
-            pos += bits
+            pos += bits - 1
+        pos += 1
         stamps[first + index], values[first + index] = stamp, value
+        index += 1
     return OK
 
 
