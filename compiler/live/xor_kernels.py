@@ -302,19 +302,47 @@ def _bit_uvarint(buf: Array, pos: int, end: int) -> tuple[np.uint64, int]:
     return value, -2
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _dod_in(word: np.uint64) -> tuple[int, int, np.uint64]:
+    """A delta of delta at the top of ``word``: prefix 0, 10, 110, 1110, 1111 then 0, 14, 17, 20, 64 bits. The
+    prefix's bits, the value's, and the value (but for 64 bits, which the caller reads)."""
+    one = np.uint64(1)
+    if word >> np.uint64(63) == np.uint64(0):
+        return 1, 0, np.uint64(0)
+    if (word >> np.uint64(62)) & one == np.uint64(0):
+        used, bits = 2, 14
+    elif (word >> np.uint64(61)) & one == np.uint64(0):
+        used, bits = 3, 17
+    elif (word >> np.uint64(60)) & one == np.uint64(0):
+        used, bits = 4, 20
+    else:
+        return 4, 64, np.uint64(0)
+    dod = (word << np.uint64(used)) >> np.uint64(64 - bits)
+    if dod > (one << np.uint64(bits - 1)):
+        dod -= one << np.uint64(bits)  # negative, in two's complement (wraps)
+    return used, bits, dod
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _value_in(word: np.uint64, leading: int, trailing: int) -> tuple[int, int, int]:
+    """A value's control bits at the top of ``word`` (0: unchanged; 10: XOR in the last window; 11: 5 bits of
+    leading zeros and 6 of significant bits, 0 meaning 64): the control's bits, the significant bits that
+    follow, and the leading zeros of their window."""
+    if word >> np.uint64(63) == np.uint64(0):
+        return 1, 0, leading
+    if (word >> np.uint64(62)) & np.uint64(1) == np.uint64(0):
+        return 2, 64 - leading - trailing, leading
+    bits = int(np.int64((word >> np.uint64(51)) & np.uint64(63)))
+    return 13, 64 if bits == 0 else bits, int(np.int64((word >> np.uint64(57)) & np.uint64(31)))
+
+
 @njit(cache=True, nogil=True)
 def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, stamps: Array, values: Array) -> int:
-    """Decode one XOR chunk (buf[start:start+size], its 2-byte count already read) into stamps/values from
-    ``first``.
-
-    After the first two samples, each sample is a delta of delta (prefix 0, 10, 110, 1110, 1111, then 0, 14,
-    17, 20 or 64 bits) and a value (0: unchanged; 10: XOR in the last window; 11: 5 bits of leading zeros, 6 of
-    significant bits, then those bits). Each of the two is parsed from one 8-byte load at its first bit (one
-    place in the loop, which alternates between them), whose top 57 bits are the stream's (bits past ``end``
-    are loaded but used only after the check against ``end``; the buffer's padding keeps the load inside). The
-    load is written out here, not called: numba counts a reference to ``buf`` on every call of a function that
-    takes it, even inlined, and those atomic counts were three quarters of the decoder's time (30 ns a sample,
-    now 8)."""
+    """One XOR chunk (buf[start:start+size], its 2-byte count read) into stamps/values from ``first``. Past the
+    first two samples, a delta of delta and a value alternate, each parsed from one 8-byte load at its first
+    bit (top 57 bits the stream's; checked against ``end`` before use; the padding keeps it inside), written
+    out here: numba counts a reference to ``buf`` on every call that takes it, even inlined, and those atomic
+    counts were three quarters of the decoder's time (30 ns a sample, now 8 to 10)."""
     pos, end = (start + 2) * 8, (start + size) * 8
     leading = trailing = 0
     raw, pos = _bit_uvarint(buf, pos, end)
@@ -331,7 +359,6 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
     delta, pos = _bit_uvarint(buf, pos, end)
     if pos < 0:
         return TRUNCATED if pos == -1 else BAD_VARINT
-    zero, one = np.uint64(0), np.uint64(1)
     stamp += delta
     index, in_value = 1, True  # the second sample has no delta of delta: its value comes next
     while index < count:
@@ -344,56 +371,28 @@ def _chunk_samples(buf: Array, start: int, size: int, first: int, count: int, st
         word |= (np.uint64(buf[at + 6]) << U8) | np.uint64(buf[at + 7])
         word <<= np.uint64(pos & 7)
         in_value = not in_value
-        if in_value:  # the delta of delta was read: this word starts at it
-            if word >> np.uint64(63) == zero:
-                pos += 1
-            else:
-                if (word >> np.uint64(62)) & one == zero:
-                    used, bits = 2, 14
-                elif (word >> np.uint64(61)) & one == zero:
-                    used, bits = 3, 17
-                elif (word >> np.uint64(60)) & one == zero:
-                    used, bits = 4, 20
-                else:
-                    used, bits = 4, 64
-                if pos + used + bits > end:
-                    return TRUNCATED
-                if bits == 64:
-                    dod = _bits(buf, pos + used, 64)
-                else:
-                    dod = (word << np.uint64(used)) >> np.uint64(64 - bits)
-                    if dod > (one << np.uint64(bits - 1)):
-                        dod -= one << np.uint64(bits)  # negative, in two's complement (wraps)
-                delta += dod
-                pos += used + bits
+        if in_value:  # this word starts at a delta of delta
+            used, bits, dod = _dod_in(word)
+            if pos + used + bits > end:  # its prefix or its value runs past the chunk
+                return TRUNCATED
+            delta += _bits(buf, pos + used, 64) if bits == 64 else dod
+            pos += used + bits
             stamp += delta
             continue
-        if word >> np.uint64(63) != zero:  # the value changed (a 0 bit: the same value)
-            if pos + 2 > end:
-                return TRUNCATED
-            if (word >> np.uint64(62)) & one == zero:
-                used = 2
-                bits = 64 - leading - trailing
-            else:
-                if pos + 13 > end:
-                    return TRUNCATED
-                leading = int(np.int64((word >> np.uint64(57)) & np.uint64(31)))
-                bits = int(np.int64((word >> np.uint64(51)) & np.uint64(63)))
-                used = 13
-                if bits == 0:
-                    bits = 64  # 64 significant bits are written as 0 in 6 bits
-                if leading + bits > 64:
-                    return BAD_WINDOW
-                trailing = 64 - leading - bits
-            pos += used
-            if pos + bits > end:
-                return TRUNCATED
-            if used + bits <= 57:
-                value ^= ((word << np.uint64(used)) >> np.uint64(64 - bits)) << np.uint64(trailing)
-            else:
-                value ^= _bits(buf, pos, bits) << np.uint64(trailing)
-            pos += bits - 1
-        pos += 1
+        used, bits, window = _value_in(word, leading, trailing)
+        if pos + used > end:  # the control bits run past the chunk
+            return TRUNCATED
+        if used == 13:
+            if window + bits > 64:
+                return BAD_WINDOW
+            leading, trailing = window, 64 - window - bits
+        if pos + used + bits > end:
+            return TRUNCATED
+        if bits and used + bits <= 57:  # (no bits: the same value)
+            value ^= ((word << np.uint64(used)) >> np.uint64(64 - bits)) << np.uint64(trailing)
+        elif bits:
+            value ^= _bits(buf, pos + used, bits) << np.uint64(trailing)
+        pos += used + bits
         stamps[first + index], values[first + index] = stamp, value
         index += 1
     return OK
