@@ -375,3 +375,105 @@ def test_a_series_read_again_reuses_its_labels_from_the_memo_and_decodes_the_sam
     assert two.labels[1] == {"job": "b", "instance": "y"} and two.labels[1] is not one.labels[1]
     assert two.keys == [tuple(sorted(labels.items())) for labels in two.labels] == plain.sort_keys()
     assert [(s.labels, bits_of(s)) for s in two] == [(s.labels, bits_of(s)) for s in plain]
+
+
+class _StopError(Exception):
+    """The reference decoder's error: the kernel's code for it."""
+
+
+def reference_samples(chunk: bytes) -> list[tuple[int, int]]:
+    """xorIterator.Next of a whole chunk, bit by bit, in plain Python: the kernel's answer for the chunk, or
+    ``_StopError`` with its error code (1 truncated, 5 malformed varint, 6 a window wider than 64 bits)."""
+    whole, end = int.from_bytes(chunk, "big"), len(chunk) * 8
+    pos = 16
+
+    def bits(count: int) -> int:
+        nonlocal pos
+        if pos + count > end:
+            raise _StopError(1)
+        pos += count
+        return (whole >> (end - pos)) & ((1 << count) - 1)
+
+    def uvarint() -> int:
+        value = 0
+        for index in range(10):
+            byte = bits(8)
+            if byte < 0x80:
+                if index == 9 and byte > 1:
+                    raise _StopError(5)
+                return value | byte << 7 * index
+            value |= (byte & 0x7F) << 7 * index
+        raise _StopError(5)
+
+    count = whole >> (end - 16) if end >= 16 else 0
+    raw = uvarint()
+    stamp, value, out = (raw >> 1) ^ -(raw & 1), bits(64), []
+    out.append((stamp, value))
+    delta = leading = trailing = 0
+    for index in range(1, count):
+        if index == 1:
+            delta = uvarint()
+        else:
+            ones = 0
+            while ones < 4 and bits(1):
+                ones += 1
+            size = (0, 14, 17, 20, 64)[ones]
+            dod = bits(size) if size else 0
+            if 0 < size < 64 and dod > 1 << (size - 1):
+                dod -= 1 << size
+            delta += dod
+        stamp += delta
+        if bits(1):
+            if bits(1):
+                leading, size = bits(5), bits(6) or 64
+                if leading + size > 64:
+                    raise _StopError(6)
+                trailing = 64 - leading - size
+            value ^= bits(64 - leading - trailing) << trailing
+        out.append((stamp, value))
+    return [(s & (2**64 - 1), v & (2**64 - 1)) for s, v in out]
+
+
+def test_the_kernel_decodes_damaged_chunks_as_the_reference_decoder_does() -> None:
+    """Random chunks (every delta-of-delta width, values kept, XORed in the last window and in a new one),
+    then bits flipped or the chunk cut short: the compiled decoder gives the reference's samples, or its
+    error for the same chunk, whatever the damage (the kernel reads a word past a field before checking it
+    against the chunk's end)."""
+    module = xor_chunks.kernels()
+    assert module is not None
+    rng = random.Random(11)
+    steps = [0, 1, 15_000, 15_001, 14_999, 60_000, -(10**6), 10**6, 2**40, -(2**19), 2**20 + 5]
+    checked = failed = 0
+    for _ in range(600):
+        stamp, value, samples = rng.randint(-(10**12), 10**13), rng.choice([0.0, 1.0, math.nan, -2.5]), []
+        for _ in range(rng.randint(1, 150)):
+            stamp += rng.choice(steps)
+            pick = rng.random()
+            if pick > 0.7:
+                value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+            elif pick > 0.4:
+                value += rng.choice([1.0, 0.5, 1e-9, 3.0])
+            samples.append((stamp, value))
+        chunk = bytearray(xor_chunk(samples))
+        if rng.random() < 0.5:
+            for _ in range(rng.randint(1, 3)):
+                chunk[rng.randrange(len(chunk))] ^= 1 << rng.randrange(8)
+        else:
+            del chunk[max(2, len(chunk) - rng.randint(0, 6)) :]
+        count = int.from_bytes(chunk[:2], "big")
+        if count == 0 or count > 4 * len(chunk) + 2:
+            continue  # refused before the kernel (xor_chunks._samples)
+        arr = np.zeros(len(chunk) + 16, np.uint8)
+        arr[: len(chunk)] = np.frombuffer(bytes(chunk), np.uint8)
+        stamps, values = np.zeros(count, np.uint64), np.zeros(count, np.uint64)
+        one = np.zeros(1, np.int64)
+        code, _ = module.decode(arr, one, one + len(chunk), np.array([0, count], np.int64), stamps, values)
+        try:
+            want, want_code = reference_samples(bytes(chunk)), 0
+        except _StopError as stop:
+            want, want_code = [], stop.args[0]
+        assert code == want_code, (bytes(chunk).hex(), code, want_code)
+        if not code:
+            assert list(zip(stamps.tolist(), values.tolist(), strict=True)) == want
+        checked, failed = checked + 1, failed + bool(code)
+    assert checked > 500 and 100 < failed < checked - 100  # both outcomes, many times
