@@ -40,8 +40,8 @@ class _Held:
 
 def cut(batch: RawBatch, start_ms: int, end_ms: int) -> RawBatch:
     """The samples of ``batch`` from ``start_ms`` to ``end_ms`` (both included), series left empty dropped.
-    A series' samples rise in time, so those kept are one run of it: found by counting, not by a per-sample
-    owner."""
+    A series' samples rise in time, so those kept are one run of it, found per series (``_runs_within``) and
+    copied run by run, with no per-sample owner."""
     stamps = batch.timestamps
     starts = batch.bounds[:-1]
     if not stamps.size or (stamps[starts].min() >= start_ms and stamps[batch.bounds[1:] - 1].max() <= end_ms):
