@@ -35,6 +35,8 @@ def program(name: str) -> str:
 
 
 def free_port() -> int:
+    """A port free now, for a program that takes its port as a flag. Another process (or an outgoing connection's
+    ephemeral port) may take it before the program binds it, so a server in this process binds port 0 instead."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -67,7 +69,7 @@ def hostile(route: Route, seen: Seen) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # the kernel picks the port: no race
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -151,7 +153,7 @@ class Webhook:
 
 @contextmanager
 def webhook() -> Iterator[Webhook]:
-    hook = Webhook(free_port())
+    hook = Webhook(0)
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -166,7 +168,8 @@ def webhook() -> Iterator[Webhook]:
         def log_message(self, *args: Any) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", hook.port), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # the kernel picks the port: no race with a free_port
+    hook.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

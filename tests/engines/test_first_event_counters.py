@@ -260,7 +260,7 @@ class _SchedulerMetrics(BaseHTTPRequestHandler):
 @contextmanager
 def scheduler_target() -> Iterator[ThreadingHTTPServer]:
     """The stand-in served on a free loopback port; the test may shut it down early (targets gone)."""
-    server = ThreadingHTTPServer(("127.0.0.1", servers.free_port()), _SchedulerMetrics)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _SchedulerMetrics)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

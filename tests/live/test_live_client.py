@@ -23,7 +23,7 @@ import pytest
 
 from compiler.cli import main
 from compiler.live.client import Access, Client, LiveError
-from tests import live_data, servers
+from tests import live_data
 
 BUILDINFO = {"status": "success", "data": {"version": "2.42.0", "revision": "x"}}
 
@@ -46,8 +46,8 @@ def answering(status: int, body: bytes, seen: list[dict[str, str]], tls: ssl.SSL
         def log_message(self, *args: Any) -> None:
             return
 
-    port = servers.free_port()
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)  # the kernel picks the port: no race
+    port = server.server_address[1]
     if tls is not None:
         server.socket = tls.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -273,7 +273,7 @@ def scraped(tmp_path: Path) -> Iterator[tuple[str, dict[str, bool]]]:
         def log_message(self, *args: Any) -> None:
             return
 
-    target = ThreadingHTTPServer(("127.0.0.1", servers.free_port()), Target)
+    target = ThreadingHTTPServer(("127.0.0.1", 0), Target)
     threading.Thread(target=target.serve_forever, daemon=True).start()
     port = servers.free_port()
     config = {
