@@ -150,6 +150,7 @@ def match(pattern: str, value: str) -> Any:
     return _compiled(pattern).match(value)
 
 
+@functools.lru_cache(maxsize=65_536)  # the static checks ask the same few values of each selector many times
 def fullmatch(pattern: str, value: str) -> bool:
     """Whether a ``=~`` matcher with ``pattern`` selects ``value`` (RegexError when Prometheus refuses it)."""
     return _compiled(pattern).match(value) is not None
