@@ -8,11 +8,11 @@ inside the Prometheus target because they are about its rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from compiler.diagnostics import Diagnostics
 from compiler.model import SLO, Model
-from compiler.plan import Plan, plan
+from compiler.plan import Plan, SpecPlan, plan
 
 Target = Callable[[Plan], dict[str, bytes]]
 
@@ -34,6 +34,7 @@ class TargetError(Exception):
 from compiler.targets import (  # noqa: E402  (they import TargetError)
     alertmanager,
     catalog,
+    fanout,
     grafana,
     prometheus,
     runbooks,
@@ -53,6 +54,15 @@ TARGETS: tuple[tuple[str, Target], ...] = (
     ("catalog", catalog.render),
 )
 
+PerSpec = Callable[[Plan, Sequence[SpecPlan]], dict[str, bytes]]
+# The targets that write one file per spec, each ``render(plan) == {**per_spec(plan, plan.specs), **shared(plan)}``:
+# a large plan's specs are rendered in blocks, shared between two processes (``compiler.targets.fanout``).
+PER_SPEC: dict[str, tuple[PerSpec, Target | None]] = {
+    "promtool-tests": (promtool_tests.render_specs, None),
+    "runbooks": (runbooks.render_specs, runbooks.render_shared),
+}
+BLOCK_SPECS = 50  # specs per block: small enough that the two processes finish within a block of each other
+
 
 def render_all(model: Model) -> dict[str, bytes]:
     """Every generated file, keyed by its path relative to the output directory."""
@@ -60,19 +70,52 @@ def render_all(model: Model) -> dict[str, bytes]:
 
 
 def render_plan(alert_plan: Plan) -> dict[str, bytes]:
-    """Every generated file of an already planned model."""
+    """Every generated file of an already planned model (on two cores when the plan is large: the same bytes)."""
+    if fanout.worth_it(len(alert_plan.specs)):
+        items, order = _work(alert_plan)
+        outcomes = fanout.run_shared(items, order, {slo.name: slo for slo in alert_plan.model.slos})
+    else:
+        outcomes = fanout.run_here([_item(render, alert_plan) for _, render in TARGETS])
     files: dict[str, bytes] = {}
     problems: list[tuple[SLO, str]] = []
-    for name, render in TARGETS:
-        try:
-            rendered = render(alert_plan)
-        except TargetError as exc:
-            problems.extend(exc.problems)
-            continue
-        for path, content in rendered.items():
+    for outcome in outcomes:
+        problems.extend(outcome.problems)
+        for path, content in outcome.files.items():
             if path in files:
-                raise ValueError(f"target {name} writes {path}, which another target already wrote")
+                raise ValueError(f"a target writes {path}, which another target already wrote")
             files[path] = content
     if problems:
         raise TargetError(problems)
     return files
+
+
+def _work(alert_plan: Plan) -> tuple[list[fanout.Item], list[int]]:
+    """The items of a large plan, in the targets' order (so their files merge as one process writes them), and
+    the order to take them in: the whole targets first, the blocks of specs after them."""
+    items: list[fanout.Item] = []
+    whole: list[int] = []
+    blocks: list[int] = []
+    specs = alert_plan.specs
+    for name, render in TARGETS:
+        if name not in PER_SPEC:
+            whole.append(len(items))
+            items.append(_item(render, alert_plan))
+            continue
+        per_spec, shared = PER_SPEC[name]
+        for start in range(0, len(specs), BLOCK_SPECS):
+            blocks.append(len(items))
+            items.append(_item(per_spec, alert_plan, specs[start : start + BLOCK_SPECS]))
+        if shared is not None:
+            whole.append(len(items))
+            items.append(_item(shared, alert_plan))
+    return items, whole + blocks
+
+
+def _item(render: Callable[..., dict[str, bytes]], *args: object) -> fanout.Item:
+    def rendered() -> fanout.Outcome:
+        try:
+            return fanout.Outcome(render(*args))
+        except TargetError as exc:
+            return fanout.Outcome({}, tuple(exc.problems))
+
+    return rendered

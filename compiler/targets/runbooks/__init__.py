@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+from collections.abc import Sequence
 
 import jinja2
 
@@ -151,8 +152,17 @@ def _finish(text: str) -> bytes:
 
 
 def render(alert_plan: Plan) -> dict[str, bytes]:
-    files = {links.runbook_path(spec.slo): _finish(runbook(alert_plan.model, spec)) for spec in alert_plan}
-    files[INDEX_PATH] = _finish(index(alert_plan))
+    return {**render_specs(alert_plan, alert_plan.specs), **render_shared(alert_plan)}
+
+
+def render_specs(alert_plan: Plan, specs: Sequence[SpecPlan]) -> dict[str, bytes]:
+    """The pages of ``specs`` (one each): a large plan's are rendered in blocks (``compiler.targets.fanout``)."""
+    return {links.runbook_path(spec.slo): _finish(runbook(alert_plan.model, spec)) for spec in specs}
+
+
+def render_shared(alert_plan: Plan) -> dict[str, bytes]:
+    """The pages about the whole plan: the index, and the heartbeat's runbook when there is one."""
+    files = {INDEX_PATH: _finish(index(alert_plan))}
     if alert_plan.model.project.heartbeat is not None:
         files[hb.RUNBOOK_PATH] = _finish(heartbeat_runbook(alert_plan.model, environment()))
     return files

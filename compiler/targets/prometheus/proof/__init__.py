@@ -46,9 +46,11 @@ Every margin a case adds to an exact time or value is a named constant in its mo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from compiler.model import SLO, LatencySLI, RatioSLI
 from compiler.model.links import rules_path
-from compiler.plan import Plan
+from compiler.plan import Plan, SpecPlan
 from compiler.targets import TargetError
 from compiler.targets.prometheus.proof import (
     cases_baseline,
@@ -120,9 +122,14 @@ def groups(ctx: SpecContext) -> list[Group]:
 
 
 def render(alert_plan: Plan) -> dict[str, bytes]:
+    return render_specs(alert_plan, alert_plan.specs)
+
+
+def render_specs(alert_plan: Plan, specs: Sequence[SpecPlan]) -> dict[str, bytes]:
+    """The test files of ``specs`` (one each): a large plan's are rendered in blocks (``compiler.targets.fanout``)."""
     files: dict[str, bytes] = {}
     problems: list[tuple[SLO, str]] = []
-    for spec in alert_plan:
+    for spec in specs:
         slo = spec.slo
         try:
             tests = [group.to_test() for group in groups(SpecContext.of(alert_plan.model, spec))]
