@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ("tests.cpu_report",)  # --cpu-durations
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # The Go tools the suite runs (promtool above all, a fifth of the suite's CPU) spend a quarter of

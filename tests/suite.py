@@ -32,8 +32,9 @@ NICENESS = 5
 
 def commands(python: str = sys.executable) -> tuple[list[str], list[str]]:
     """The lab's pytest command and the rest's, in that order."""
-    lab = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", LAB]
-    rest = [python, "-m", "pytest", "-q", "-n", "2", "--dist", "worksteal", "--durations=25", f"--ignore={LAB}"]
+    lab = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", "--cpu-durations=10", LAB]
+    rest = [python, "-m", "pytest", "-q", "-n", "2", "--dist", "worksteal", "--durations=25", "--cpu-durations=25"]
+    rest.append(f"--ignore={LAB}")
     return lab, rest
 
 
