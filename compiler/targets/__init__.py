@@ -62,6 +62,7 @@ PER_SPEC: dict[str, tuple[PerSpec, Target | None]] = {
     "runbooks": (runbooks.render_specs, runbooks.render_shared),
 }
 BLOCK_SPECS = 50  # specs per block: small enough that the two processes finish within a block of each other
+MAX_BLOCKS = 100  # per target: a larger plan has larger blocks (the queue holds at most 255 items)
 
 
 def render_all(model: Model) -> dict[str, bytes]:
@@ -96,15 +97,16 @@ def _work(alert_plan: Plan) -> tuple[list[fanout.Item], list[int]]:
     whole: list[int] = []
     blocks: list[int] = []
     specs = alert_plan.specs
+    size = max(BLOCK_SPECS, -(-len(specs) // MAX_BLOCKS))
     for name, render in TARGETS:
         if name not in PER_SPEC:
             whole.append(len(items))
             items.append(_item(render, alert_plan))
             continue
         per_spec, shared = PER_SPEC[name]
-        for start in range(0, len(specs), BLOCK_SPECS):
+        for start in range(0, len(specs), size):
             blocks.append(len(items))
-            items.append(_item(per_spec, alert_plan, specs[start : start + BLOCK_SPECS]))
+            items.append(_item(per_spec, alert_plan, specs[start : start + size]))
         if shared is not None:
             whole.append(len(items))
             items.append(_item(shared, alert_plan))

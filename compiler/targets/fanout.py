@@ -5,7 +5,7 @@ is a pure function of the plan, so the work divides without changing a byte. It 
 a whole target or, for the targets that write one file per spec, the files of a block of specs. Both
 processes take the next item from one queue (a pipe holding the items' numbers: a one-byte read from a
 pipe is atomic) until none is left; the child sends back what it rendered when the queue is empty, and
-``run`` answers every item's outcome in the items' order, so the caller merges exactly what one process
+``run_shared`` answers every item's outcome in the items' order, so the caller merges exactly what one process
 would have rendered (a test holds the two byte-identical).
 
 Only where it pays and is safe (``worth_it``): a plan of ``MIN_SPECS`` specs or more (below that, the

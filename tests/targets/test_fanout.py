@@ -3,15 +3,18 @@ running when the child fails, is killed or the parent fails."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from compiler import targets
 from compiler.model import Model
-from compiler.plan import plan
+from compiler.plan import Plan, SpecPlan, plan
 from compiler.targets import PER_SPEC, fanout, render_plan
 from tests.support import LIBRARY_SPECS, compile_tree
 
@@ -168,3 +171,28 @@ def test_a_small_plan_or_a_second_thread_renders_in_this_process() -> None:
         stop.set()
         thread.join()
     assert fanout.worth_it(fanout.MIN_SPECS) == (threading.active_count() == 1 and len(os.sched_getaffinity(0)) >= 2)
+
+
+def test_a_plan_of_any_size_fits_the_queue_in_blocks_that_cover_every_spec_once(
+    library: Model, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The queue holds at most 255 items: a larger plan gets larger blocks, never a fan-out it refuses."""
+    seen: list[tuple[str, SpecPlan]] = []
+
+    def recorder(name: str) -> targets.PerSpec:
+        def per_spec(_: Plan, specs: Sequence[SpecPlan]) -> dict[str, bytes]:
+            seen.extend((name, spec) for spec in specs)
+            return {}
+
+        return per_spec
+
+    monkeypatch.setattr(targets, "TARGETS", tuple((name, lambda _: {}) for name, _ in targets.TARGETS))
+    monkeypatch.setattr(targets, "PER_SPEC", {name: (recorder(name), None) for name in targets.PER_SPEC})
+    planned = plan(library)
+    for copies in (1, 10, 70):
+        large = dataclasses.replace(planned, specs=planned.specs * copies)
+        items, order = targets._work(large)
+        assert len(items) <= 255 and sorted(order) == list(range(len(items))), (copies, len(items))
+        seen.clear()
+        fanout.run_here(items)
+        assert seen == [(name, spec) for name in targets.PER_SPEC for spec in large.specs]
