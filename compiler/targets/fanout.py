@@ -9,11 +9,12 @@ pipe is atomic) until none is left; the child sends back what it rendered when t
 would have rendered (a test holds the two byte-identical).
 
 Only where it pays and is safe (``worth_it``): a plan of ``MIN_SPECS`` specs or more (below that, the
-fork and the copy back cost about what they save), a machine that gives this process two CPUs, ``os.fork``,
-and no other thread (a fork copies only the calling thread, so a lock another thread held would stay held
-in the child). Whatever the child does not send back (an internal error, a signal, a child slower than
-``CHILD_GRACE_S`` after the parent's own work) is rendered again here, so an error is raised here as it
-would be in one process, and Ctrl-C stops both: the child is killed and reaped by its PID.
+fork and the copy back cost about what they save), on Linux (macOS's system libraries are not safe to use
+after a fork), with two CPUs for this process and no other thread (a fork copies only the calling thread,
+so a lock another thread held would stay held in the child). Whatever the child does not send back (an
+internal error, a signal, a child slower than ``CHILD_GRACE_S`` after the parent's own work) is rendered
+again here, so an error is raised here as it would be in one process, and Ctrl-C stops both: the child is
+killed and reaped by its PID.
 """
 
 from __future__ import annotations
@@ -50,10 +51,9 @@ Item = Callable[[], Outcome]
 
 def worth_it(spec_count: int) -> bool:
     """Whether rendering ``spec_count`` specs in two processes pays here, and is safe to start."""
-    if spec_count < MIN_SPECS or not hasattr(os, "fork") or threading.active_count() != 1:
+    if spec_count < MIN_SPECS or not sys.platform.startswith("linux") or threading.active_count() != 1:
         return False
-    cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
-    return len(cpus) >= 2
+    return len(os.sched_getaffinity(0)) >= 2
 
 
 def run_here(items: Sequence[Item]) -> list[Outcome]:

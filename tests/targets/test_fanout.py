@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -170,7 +171,8 @@ def test_a_small_plan_or_a_second_thread_renders_in_this_process() -> None:
     finally:
         stop.set()
         thread.join()
-    assert fanout.worth_it(fanout.MIN_SPECS) == (threading.active_count() == 1 and len(os.sched_getaffinity(0)) >= 2)
+    here = sys.platform.startswith("linux") and threading.active_count() == 1 and len(os.sched_getaffinity(0)) >= 2
+    assert fanout.worth_it(fanout.MIN_SPECS) == here
 
 
 def test_a_plan_of_any_size_fits_the_queue_in_blocks_that_cover_every_spec_once(
