@@ -2,19 +2,15 @@
 
 The latency bad rate used to read the histogram's ``_count`` three times per evaluation (in the
 total, in the slow requests and in the "no bucket" fallback); it now reads the recorded 5m
-total, which Prometheus has written earlier in the same evaluation. The value proof runs the
-new rule next to the old raw form (kept for vmalert) in promtool, on the generated tests' own
-inputs, and asserts no evaluation differs.
+total, which Prometheus has written earlier in the same evaluation. The value proof runs each
+such rule next to its raw form (kept for vmalert) in promtool, on the generated tests' own
+inputs and in the same run as those tests (tests/derived_proofs.py), and asserts no evaluation
+differs.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import re
-import subprocess
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -22,15 +18,12 @@ import yaml
 from compiler.explain import explain, group_reads, reads_report
 from compiler.model import SLO, GaugeSLI, LatencySLI, Model, RatioSLI, StateSLI, queries, series
 from compiler.model.budget import estimate
-from compiler.model.links import rules_path
 from compiler.model.reads import raw_reads, repeated
 from compiler.plan import plan
-from compiler.promql import parse_duration, selector_reads
+from compiler.promql import selector_reads
 from compiler.targets import render_all
+from tests import derived_proofs
 from tests.support import FIXTURE_SPECS, LIBRARY_SPECS, compile_tree
-
-RAW_BAD = "test:raw_bad:rate5m"
-DIFFERS = "BadRateDiffers"
 
 
 @pytest.fixture(scope="module")
@@ -133,72 +126,34 @@ def test_ratio_good_on_vmalert_reads_the_raw_total(fixtures: tuple[Model, dict[s
     assert series.recorded(series.TOTAL_5M, slo) in queries.total_and_bad(slo)[1]
 
 
-# -- the same values, proved in promtool ------------------------------------------------------
+# -- the same values, proved in promtool (tests/derived_proofs.py) ------------------------------------------
 
 
-def _comparison_rules(slo: SLO, rules_file: bytes, scale: str = "") -> dict[str, Any]:
-    """The spec's generated group plus the old raw bad rate and an alert whenever the two differ."""
-    document = yaml.safe_load(rules_file)
-    group = document["groups"][0]
-    raw = queries.total_and_bad(slo, same_evaluation=False)[1]
-    new, old = series.recorded(series.BAD_5M, slo), f'{RAW_BAD}{{slo="{slo.name}"}}'
-    differs = f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\nor ({new} unless {old})\nor ({old} unless {new})"
-    # Only the 5m rules (and the parts they sum): the longer windows and the alerts are the same whichever
-    # form feeds them.
-    kept = (series.PARTS_5M, series.TOTAL_5M, series.BAD_5M)
-    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in kept]
-    group["rules"] += [
-        {"record": RAW_BAD, "expr": raw, "labels": {"slo": slo.name}},
-        {"alert": DIFFERS, "expr": differs},
-    ]
-    return dict(document)
+def test_every_spec_whose_rules_read_recorded_series_is_compared(library: tuple[Model, dict[str, bytes]]) -> None:
+    """The comparison covers every library spec with a series read from other recorded series (the latency bad
+    rates from the recorded total included), and every shape listed below."""
+    model, _ = library
+    assert derived_proofs.differing_specs(model) == sorted(derived_proofs.COMPARED)
+    assert {slo.name for slo in _latency_specs(model)} <= set(derived_proofs.COMPARED)
+    listed = {*FROM_UNITS, *PARTS, *UNIT_PARTS, *RATIO_UNIT_PARTS, *LATENCY_PARTS}
+    assert listed <= set(derived_proofs.COMPARED), sorted(listed - set(derived_proofs.COMPARED))
 
 
-def _eval_end(case: dict[str, Any]) -> str:
-    """The latest evaluation time a generated test case looks at."""
-    times = [str(t["eval_time"]) for key in ("promql_expr_test", "alert_rule_test") for t in case.get(key, [])]
-    return max(times, key=lambda text: parse_duration(text) or 0)
+@pytest.mark.parametrize("spec", derived_proofs.COMPARED)
+def test_derived_series_equal_their_raw_forms_in_promtool(spec: str) -> None:
+    """Every evaluation of every generated case: each series read from recorded series equals its raw form.
 
-
-def _comparison_tests(tests_file: bytes, rules: Path) -> dict[str, Any]:
-    """Every generated case's inputs, asserting the two bad rates never differ over the whole case."""
-    generated = yaml.safe_load(tests_file)
-    cases = []
-    for case in generated["tests"]:
-        end = _eval_end(case)
-        check = {"expr": f'max_over_time(ALERTS{{alertname="{DIFFERS}"}}[{end}])', "eval_time": end, "exp_samples": []}
-        cases.append(
-            {**copy.deepcopy({k: case[k] for k in ("name", "interval", "input_series")}), "promql_expr_test": [check]}
-        )
-    return {"rule_files": [str(rules)], "evaluation_interval": generated["evaluation_interval"], "tests": cases}
-
-
-def _promtool_compare(
-    tmp_path: Path, slo: SLO, files: dict[str, bytes], scale: str = ""
-) -> subprocess.CompletedProcess[str]:
-    rules = tmp_path / f"{slo.name}.rules.yaml"
-    rules.write_text(yaml.safe_dump(_comparison_rules(slo, files[rules_path(slo)], scale)), encoding="utf-8")
-    tests = tmp_path / f"{slo.name}.test.yaml"
-    tests.write_text(yaml.safe_dump(_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
-    return subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
-
-
-def test_latency_bad_rate_from_the_recorded_total_equals_the_raw_form(
-    tmp_path: Path, library: tuple[Model, dict[str, bytes]]
-) -> None:
-    model, files = library
-    for slo in _latency_specs(model):
-        result = _promtool_compare(tmp_path, slo, files)
-        assert result.returncode == 0, (slo.name, result.stdout[-3000:], result.stderr[-3000:])
-
-
-def test_the_comparison_fails_when_the_values_differ(tmp_path: Path, library: tuple[Model, dict[str, bytes]]) -> None:
-    """Proves the comparison above can fail: against the raw form scaled by 1.01 it must."""
-    model, files = library
-    slo = next(slo for slo in model.slos if slo.name == "etcd-request-latency")
-    result = _promtool_compare(tmp_path, slo, files, scale=" * 1.01 + 0.001")
-    assert result.returncode != 0
-    assert DIFFERS in result.stdout + result.stderr
+    The comparison can fail: in the same run, against the raw forms scaled by 1.01 plus 0.001 (the mutant), it
+    must. It runs in the promtool run of the spec's generated tests (test_generated_tests reads the same
+    verdict), so the cases' inputs are loaded once. It replaces the latency bad rate's comparison with the recorded
+    total and its own mutant test (``test_latency_bad_rate_from_the_recorded_total_equals_the_raw_form`` and
+    ``test_the_comparison_fails_when_the_values_differ``), a second and a third load of the same inputs.
+    """
+    found = derived_proofs.verdict(spec)
+    assert found.differs == 0, (spec, found.output[-3000:])
+    assert found.caught > 0, (spec, "the comparison did not catch the mutant", found.output[-3000:])
+    assert not found.unexplained, (spec, found.unexplained[-3000:])
+    assert found.returncode == 1, (spec, found.output[-3000:])
 
 
 def test_selector_reads_give_the_range_each_selector_is_read_through() -> None:
@@ -391,108 +346,3 @@ def test_vmalert_reads_the_raw_series_for_derived_series(library: tuple[Model, d
             if rule.get("record") in raw:
                 assert rule["expr"] == raw[rule["record"]], slo.name
                 assert series.UNIT_VALUE not in rule["expr"] and series.PARTS_5M not in rule["expr"], slo.name
-
-
-# The mutant of each derived series: its raw form scaled by 1.01 plus 0.001. It runs next to the comparison
-# in the same promtool run (one load of the generated cases' inputs, not two), and must be caught.
-MUTANT = "MutantBadRateDiffers"
-MUTANT_SCALE = " * 1.01 + 0.001"
-
-
-def _differs(new: str, old: str, scale: str) -> str:
-    return f"abs({new} - {old}{scale}) > 1e-9 * (abs({old}) + 1)\nor ({new} unless {old})\nor ({old} unless {new})"
-
-
-def _derived_comparison_rules(slo: SLO, rules_file: bytes) -> dict[str, Any]:
-    """The spec's first recorded series, their raw forms next to them, and an alert wherever one differs.
-
-    A second alert, ``MUTANT``, compares each derived series with its raw form scaled by ``MUTANT_SCALE``:
-    the comparison must catch it (it can fail), on the same inputs and in the same evaluations.
-    """
-    document = yaml.safe_load(rules_file)
-    group = document["groups"][0]
-    ours, raw = queries.raw_expressions(slo), queries.raw_expressions(slo, same_evaluation=False)
-    group["rules"] = [rule for rule in group["rules"] if rule.get("record") in ours]
-    for index, name in enumerate(name for name in raw if raw[name] != ours.get(name)):
-        new, old = series.recorded(name, slo), f'test:raw_{index}{{slo="{slo.name}"}}'
-        group["rules"] += [
-            {"record": f"test:raw_{index}", "expr": raw[name], "labels": {"slo": slo.name}},
-            # Labelled by the series compared: two comparisons that fire at once write two ALERTS series.
-            {"alert": DIFFERS, "expr": _differs(new, old, ""), "labels": {"compared": name}},
-            {"alert": MUTANT, "expr": _differs(new, old, MUTANT_SCALE), "labels": {"compared": name}},
-        ]
-    return dict(document)
-
-
-def _derived_comparison_tests(tests_file: bytes, rules: Path) -> dict[str, Any]:
-    """``_comparison_tests`` with a second check per case: the mutant never differs (it must fail somewhere)."""
-    document = _comparison_tests(tests_file, rules)
-    for case in document["tests"]:
-        check = case["promql_expr_test"][0]
-        mutant = {**check, "expr": str(check["expr"]).replace(f'"{DIFFERS}"', f'"{MUTANT}"')}
-        case["promql_expr_test"] = [check, mutant]
-    return document
-
-
-# One failed check in promtool's report: its expression, and what it expected and got.
-_FAILED_CHECK = re.compile(r'^ +expr: "(?P<expr>.*)", time: \S+,\n +exp: nil\n +got: (?P<got>.*)$', re.MULTILINE)
-
-
-@dataclasses.dataclass(frozen=True)
-class DerivedComparison:
-    """promtool's verdict on the derived series: where they differ from the raw form, where the mutant is caught."""
-
-    returncode: int
-    output: str
-    differs: int  # failed checks of the comparison itself
-    caught: int  # failed checks of the mutant's comparison (each one catches it)
-    unexplained: str  # the report less the failed checks above: empty unless something else went wrong
-
-
-def _promtool_compare_derived(tmp_path: Path, slo: SLO, files: dict[str, bytes]) -> DerivedComparison:
-    rules = tmp_path / f"{slo.name}.rules.yaml"
-    rules.write_text(yaml.safe_dump(_derived_comparison_rules(slo, files[rules_path(slo)])), encoding="utf-8")
-    tests = tmp_path / f"{slo.name}.test.yaml"
-    tests.write_text(yaml.safe_dump(_derived_comparison_tests(files[f"prometheus/tests/{slo.name}.test.yaml"], rules)))
-    result = subprocess.run(["promtool", "test", "rules", str(tests)], capture_output=True, text=True, timeout=300)
-    output = result.stdout + result.stderr
-    differs = caught = 0
-    for found in _FAILED_CHECK.finditer(output):
-        if f'alertname=\\"{MUTANT}\\"' in found["expr"] and found["got"].startswith(f'{{alertname="{MUTANT}"'):
-            caught += 1
-        elif f'alertname=\\"{DIFFERS}\\"' in found["expr"]:
-            differs += 1
-    rest = _FAILED_CHECK.sub("", output)
-    expected = ("FAILED:", "SUCCESS", f"Unit Testing:  {tests}")
-    unexplained = "\n".join(line for line in rest.splitlines() if line.strip() and line.strip() not in expected)
-    return DerivedComparison(result.returncode, output, differs, caught, unexplained)
-
-
-@pytest.mark.parametrize(
-    "spec",
-    [
-        *sorted(FROM_UNITS),
-        *PARTS,
-        *sorted(UNIT_PARTS),
-        *RATIO_UNIT_PARTS,
-        *LATENCY_PARTS,
-        "cluster-dns-servfail",
-        "etcd-grpc-failures",
-    ],
-)
-def test_derived_series_equal_their_raw_forms_in_promtool(
-    tmp_path: Path, library: tuple[Model, dict[str, bytes]], spec: str
-) -> None:
-    """Every evaluation of every generated case: the series from the per-unit value or the parts equal the raw ones.
-
-    The comparison can fail: in the same run, against the raw forms scaled by 1.01 plus 0.001 (the mutant), it
-    must (once was a test of its own, ``test_the_derived_comparison_fails_when_the_values_differ``, for six of
-    these specs, which loaded each spec's inputs into promtool a second time).
-    """
-    model, files = library
-    slo = next(slo for slo in model.slos if slo.name == spec)
-    result = _promtool_compare_derived(tmp_path, slo, files)
-    assert not result.unexplained, (slo.name, result.output[-3000:])
-    assert result.differs == 0, (slo.name, result.output[-3000:])
-    assert result.caught > 0, (slo.name, "the comparison did not catch the mutant", result.output[-3000:])
-    assert result.returncode == 1, (slo.name, result.output[-3000:])
