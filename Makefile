@@ -86,7 +86,7 @@ test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (the lab t
 	$(PY) tests/suite.py
 
 test-fast: $(DEV) ## the fast tier (about 20 s): tests/unit and tests/targets, no promtool, server or other process
-	$(BIN)/pytest -q -n 2 tests/unit tests/targets
+	$(PY) tests/suite.py --fast
 
 bench: $(DEV) ## compile 1,000 synthetic specs (time per spec); the library's samples per evaluation against the floor
 	$(PY) bench/bench_compile.py --specs 1000

@@ -22,13 +22,14 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.suite import bytecode_cached
 
 pytest_plugins = ("tests.cpu_report",)  # --cpu-durations
 
@@ -43,12 +44,12 @@ for _name, _value in (("GOGC", "400"), ("GOMAXPROCS", "1"), ("GOMEMLIMIT", "4GiB
     os.environ.setdefault(_name, _value)
 
 # Every Python process a test starts (the CLI as a process, the wheel's and the CI job's venvs) imports
-# the compiler's 124 modules. With PYTHONDONTWRITEBYTECODE set, each one compiled them all from source
-# again: 0.4 s of CPU per process, a third of a one-spec `generate`. Such a run keeps the bytecode out of
-# the tree instead, in a cache of its own (PYTHONPYCACHEPREFIX); a developer's own prefix wins.
-if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-    os.environ["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / f"slo-compiler-pycache-{os.getuid()}")
-    del os.environ["PYTHONDONTWRITEBYTECODE"]
+# the compiler's 124 modules: with PYTHONDONTWRITEBYTECODE set, each compiled them from source again (0.4 s
+# of CPU per process, a third of a one-spec `generate`). They cache their bytecode out of the tree instead.
+_cached = bytecode_cached(os.environ)
+os.environ.update(_cached)
+for _name in set(os.environ) - set(_cached):
+    del os.environ[_name]
 
 OWNERS_YAML = """\
 apiVersion: slo-compiler/v1
