@@ -8,6 +8,7 @@ present-to-absent transition; a series that does not exist yet is just blank (``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,13 @@ class Series:
     def selector(self) -> str:
         inner = ",".join(f'{key}="{value}"' for key, value in sorted(self.labels) if value != "")
         return f"{self.name}{{{inner}}}"
+
+    @functools.cached_property
+    def text(self) -> str:
+        """The samples in promtool's notation, worked out once per series: a data set in the world data cache
+        keeps them (the instance's ``__dict__`` is pickled with it), so a test writing the data set reads them.
+        A series with other samples is another instance (``dataclasses.replace``), with a notation of its own."""
+        return notation(self.samples)
 
 
 def series(name: str, labels: dict[str, str], samples: Sequence[float | None]) -> Series:
