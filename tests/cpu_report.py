@@ -5,7 +5,8 @@ about its CPU: one waits on a clock, another runs promtool for a minute. Each ph
 teardown) is charged the CPU of its worker process and of the children it waited for meanwhile (promtool,
 a ``slo-compiler`` run, a server it stopped), read with ``getrusage``; a scenario thread's work
 (tests/clockwork.py) lands on whichever test runs meanwhile. The figures travel to the controller in each
-report's ``user_properties``, so the table covers every worker. ``make test`` prints the 25 largest.
+report's ``user_properties``, so the table covers every worker. ``make test`` prints the 25 largest, and
+the 25 test modules that took the most (a module's tests summed: where a tier's CPU goes).
 """
 
 from __future__ import annotations
@@ -76,3 +77,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for nodeid, seconds in sorted(_TOTALS.items(), key=lambda item: (-item[1], item[0]))[:count]:
         terminalreporter.write_line(f"{seconds:8.2f}s cpu  {nodeid}")
     terminalreporter.write_line(f"{sum(_TOTALS.values()):8.2f}s cpu  in all, over {len(_TOTALS)} tests")
+    modules: dict[str, list[float]] = {}
+    for nodeid, seconds in _TOTALS.items():
+        modules.setdefault(nodeid.split("::", 1)[0], []).append(seconds)
+    terminalreporter.section(f"{count} modules that took the most CPU")
+    for module, each in sorted(modules.items(), key=lambda item: (-sum(item[1]), item[0]))[:count]:
+        terminalreporter.write_line(f"{sum(each):8.2f}s cpu  {module} ({len(each)} tests)")
