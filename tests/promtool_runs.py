@@ -18,6 +18,8 @@ with a dash, CamelCase alert names), never for names a test chose to be PromQL w
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -25,6 +27,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 VERDICTS_ENV = "SLO_TEST_PROMTOOL_VERDICTS"
@@ -110,23 +113,48 @@ def proof_key(test_file: Path, *, rename: bool = False) -> str | None:
 
 
 def promtool_test(test_file: Path, *, rename: bool = False, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    """``promtool test rules <test_file>`` in its directory, or the verdict of the same proof earlier in this run."""
-    global runs
+    """``promtool test rules <test_file>`` in its directory, or the verdict of the same proof earlier in this run.
+
+    Workers proving the same file at once take turns on a lock in the run's directory: the second waits for the
+    first's verdict rather than running promtool again (test_generated_tests and test_rule_cost both ask for
+    node-readiness' proof, 37 s of promtool, and on three workers they often asked within seconds).
+    """
     key = proof_key(test_file, rename=rename)
-    shared = Path(os.environ[VERDICTS_ENV]) / f"{key}.json" if key and os.environ.get(VERDICTS_ENV) else None
     args = ["promtool", "test", "rules", test_file.name]
     if key in _MEMORY:
         code, out, err = _MEMORY[key]
         return subprocess.CompletedProcess(args, code, out, err)
-    if shared is not None and shared.is_file():
-        code, out, err = json.loads(shared.read_text(encoding="utf-8"))
-        return subprocess.CompletedProcess(args, code, out, err)
+    shared = Path(os.environ[VERDICTS_ENV]) / f"{key}.json" if key and os.environ.get(VERDICTS_ENV) else None
+    if shared is None:
+        return _run(test_file, key, args, timeout)
+    with _exclusive(shared.with_suffix(".lock")):
+        if shared.is_file():
+            code, out, err = json.loads(shared.read_text(encoding="utf-8"))
+            _MEMORY[str(key)] = (code, out, err)
+            return subprocess.CompletedProcess(args, code, out, err)
+        result = _run(test_file, key, args, timeout)
+        partial = shared.with_suffix(f".{os.getpid()}.part")
+        partial.write_text(json.dumps(_MEMORY[str(key)]), encoding="utf-8")
+        partial.replace(shared)
+    return result
+
+
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """An exclusive lock on ``path`` (made if missing) for the block: released when the block ends or the
+    process dies."""
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run(test_file: Path, key: str | None, args: list[str], timeout: int) -> subprocess.CompletedProcess[str]:
+    global runs
     runs += 1
     result = subprocess.run(args, cwd=test_file.parent, capture_output=True, text=True, timeout=timeout, check=False)
     if key is not None:
         _MEMORY[key] = (result.returncode, result.stdout, result.stderr)
-        if shared is not None:
-            partial = shared.with_suffix(f".{os.getpid()}.part")
-            partial.write_text(json.dumps(_MEMORY[key]), encoding="utf-8")
-            partial.replace(shared)
     return result

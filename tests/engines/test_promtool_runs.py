@@ -3,10 +3,16 @@ on another's verdict."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from tests import promtool_runs
-from tests.promtool_runs import promtool_test, proof_key
+from tests.promtool_runs import VERDICTS_ENV, promtool_test, proof_key
+from tests.support import REPO_ROOT
 
 RULES = """\
 # Generated for {spec}
@@ -95,3 +101,28 @@ def test_names_a_regex_matcher_or_a_function_reads_keep_their_own_key(tmp_path: 
     three = _write(tmp_path / "c", "sum", "Sum")
     four = _write(tmp_path / "d", "max", "Max")
     assert proof_key(three, rename=True) == proof_key(three) != proof_key(four, rename=True)
+
+
+PROVE = (
+    "import sys; from pathlib import Path; from tests import promtool_runs as p; "
+    "r = p.promtool_test(Path(sys.argv[1])); print(p.runs, r.returncode, r.stdout)"
+)
+
+
+def test_a_worker_waits_for_the_verdict_another_is_working_out(tmp_path: Path) -> None:
+    """Two workers of a run proving the same file at once: the second waits on the lock and reads the first's
+    verdict, without running promtool (here the first is this test, holding the lock, and its verdict a marker)."""
+    test = _write(tmp_path / "a", "getting-started-errors", "GettingStartedErrors")
+    verdicts = tmp_path / "verdicts"
+    verdicts.mkdir()
+    shared = verdicts / f"{proof_key(test)}.json"
+    env = {**os.environ, VERDICTS_ENV: str(verdicts), "PYTHONPATH": str(REPO_ROOT)}
+    with promtool_runs._exclusive(shared.with_suffix(".lock")):
+        other = subprocess.Popen(
+            [sys.executable, "-c", PROVE, str(test)], cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, text=True
+        )
+        time.sleep(3)  # the other process has started and reached the lock
+        assert other.poll() is None, "it did not wait"
+        shared.write_text(json.dumps([0, "the first worker's verdict", ""]), encoding="utf-8")
+    out, _ = other.communicate(timeout=60)
+    assert out.split(maxsplit=2) == ["0", "0", "the first worker's verdict\n"], out
