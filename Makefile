@@ -14,7 +14,7 @@ CLI := $(PY) -m compiler
 DEBIAN_TOOLS := promtool amtool prometheus prometheus-alertmanager chromium chromedriver etcd etcdctl prometheus-node-exporter strace
 DEBIAN_PACKAGES := prometheus prometheus-alertmanager chromium chromium-driver etcd-server etcd-client prometheus-node-exporter strace
 
-.PHONY: help venv generate validate check diff test test-fast lint typecheck promtool-check tools bench bench-backtest bench-live-eval docs clean
+.PHONY: help venv generate validate check diff test test-cold test-fast lint typecheck promtool-check tools bench bench-backtest bench-live-eval docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-15s %s\n", $$1, $$2}'
@@ -84,6 +84,10 @@ promtool-check: tools ## promtool check rules --lint=all --lint-fatal on every g
 test: $(DEV) tools $(VMALERT) ## the whole suite: lint, types, pytest (the lab tier beside the rest: tests/suite.py)
 	$(MAKE) --no-print-directory lint typecheck
 	$(PY) tests/suite.py
+
+test-cold: $(DEV) tools $(VMALERT) ## the whole suite with no promtool verdict kept from an earlier run (as CI's clean clone)
+	$(MAKE) --no-print-directory lint typecheck
+	SLO_TEST_PROMTOOL_STORE=off $(PY) tests/suite.py
 
 test-fast: $(DEV) ## the fast tier (about 20 s): tests/unit and tests/targets, no promtool, server or other process
 	$(PY) tests/suite.py --fast

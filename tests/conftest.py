@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from tests.promtool_runs import Verdicts
 from tests.suite import bytecode_cached
 
 pytest_plugins = ("tests.cpu_report",)  # --cpu-durations
@@ -245,7 +246,7 @@ def _fast_tier_starts_no_tool(request: pytest.FixtureRequest, monkeypatch: pytes
     monkeypatch.setattr(subprocess.Popen, "__init__", guarded)
 
 
-_VERDICTS = pytest.StashKey[Path | None]()
+_VERDICTS = pytest.StashKey[Verdicts | None]()
 
 
 def _signals_as_a_terminal_delivers_them() -> None:
@@ -265,7 +266,7 @@ def _signals_as_a_terminal_delivers_them() -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """One verdict directory per test run, shared by its xdist workers (tests/promtool_runs.py)."""
+    """The verdict directory of the run, shared by its xdist workers: the checkout's store (tests/promtool_runs.py)."""
     from tests import promtool_runs
 
     _signals_as_a_terminal_delivers_them()

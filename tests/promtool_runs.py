@@ -1,12 +1,23 @@
-"""One ``promtool test rules`` per distinct proof in a test run (issue 23: never the same proof twice).
+"""One ``promtool test rules`` per distinct proof, in a test run and across the runs of one checkout (issue 23).
 
 Several tests prove the same files: ``test_generated_tests`` runs every generated and golden test file, and
 the mutation check's control, the Sloth conformance tests and others run some of them again, or the same
 proof written under another spec name. ``promtool_test`` keys a run by what promtool reads (the test file
 and the rule files it names, without their ``#`` comment lines) and runs promtool only for a key it has
-not seen in this test run; the verdict (exit code and output) is kept in memory and in a directory that
-the pytest-xdist workers of one run share, made at the start of the run and removed at its end, so no
-verdict outlives the run that measured it.
+no verdict for. The verdict (exit code and output) is kept in memory and in a directory the pytest-xdist
+workers share.
+
+That directory is ``.cache/promtool-verdicts/<promtool>/`` (``<promtool>`` names the binary: its path, size
+and modification time), so a verdict also serves the next run of the suite in this checkout: promtool is a
+pure function of the files it reads, and the key is those files. A run after a change proves again exactly
+what the change touched (a spec's edit: that spec's proofs and the whole-library ones; a compiler change
+that leaves ``generated/`` alone: nothing), as a build system's test cache does. A new or reinstalled
+promtool starts an empty directory; a clean clone (CI) has none and proves everything.
+``SLO_TEST_PROMTOOL_STORE=off`` keeps the verdicts for one run only, in a temporary directory removed at
+its end (``make test-cold``). The store is bounded: at the start of a run, verdicts unused for
+``KEEP_DAYS`` days and all but the ``KEEP_ENTRIES`` most recently used are removed, and so are the
+directories of other promtool binaries. Only an exit code promtool chose (0: passed, 1: failed) is kept,
+never a timeout or a signal, and no output over ``MAX_OUTPUT`` characters.
 
 ``rename=True`` also keys the proof without its spec and alert names (the ``slo`` label values, the
 ``- alert:`` names and the spec hash of its rule files, each replaced wherever it stands as a whole word,
@@ -27,10 +38,17 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
-VERDICTS_ENV = "SLO_TEST_PROMTOOL_VERDICTS"
+VERDICTS_ENV = "SLO_TEST_PROMTOOL_VERDICTS"  # the directory the verdicts of this run are read from and kept in
+STORE_ENV = "SLO_TEST_PROMTOOL_STORE"  # "off": verdicts last one run
+STORE = Path(__file__).resolve().parent.parent / ".cache" / "promtool-verdicts"
+KEEP_DAYS = 14
+KEEP_ENTRIES = 20_000
+MAX_OUTPUT = 1_000_000
 _MEMORY: dict[str, tuple[int, str, str]] = {}
 _RULE_FILE = re.compile(r"^rule_files:\n((?:- .+\n)+)", re.MULTILINE)
 _SPEC_NAME = re.compile(r"^\s+slo: (\S+)$", re.MULTILINE)
@@ -46,19 +64,69 @@ _PROMQL_WORDS = {
 runs = 0  # promtool processes started by promtool_test in this process (the tests of this module read it)
 
 
-def start_run() -> Path | None:
-    """Make the run's verdict directory (the xdist controller, or a run without workers); None in a worker."""
+@dataclass(frozen=True)
+class Verdicts:
+    """Where a run keeps its verdicts, and whether the directory goes with the run."""
+
+    directory: Path
+    temporary: bool
+
+
+def start_run(store: Path = STORE) -> Verdicts | None:
+    """Choose the run's verdict directory (the xdist controller, or a run without workers); None in a worker.
+
+    The store of this checkout's promtool unless ``SLO_TEST_PROMTOOL_STORE=off`` or promtool is missing (then
+    a temporary directory); a store that cannot be written (a read-only checkout) also falls back to one.
+    """
     if os.environ.get(VERDICTS_ENV):
         return None
-    directory = Path(tempfile.mkdtemp(prefix="slo-promtool-verdicts-"))
-    os.environ[VERDICTS_ENV] = str(directory)
-    return directory
+    binary = shutil.which("promtool")
+    verdicts = None
+    if os.environ.get(STORE_ENV, "").lower() != "off" and binary:
+        with contextlib.suppress(OSError):
+            verdicts = Verdicts(_pruned(store, _binary_name(Path(binary))), temporary=False)
+    if verdicts is None:
+        verdicts = Verdicts(Path(tempfile.mkdtemp(prefix="slo-promtool-verdicts-")), temporary=True)
+    os.environ[VERDICTS_ENV] = str(verdicts.directory)
+    return verdicts
 
 
-def end_run(directory: Path | None) -> None:
-    if directory is not None:
-        shutil.rmtree(directory, ignore_errors=True)
+def end_run(verdicts: Verdicts | None) -> None:
+    if verdicts is not None:
+        if verdicts.temporary:
+            shutil.rmtree(verdicts.directory, ignore_errors=True)
         os.environ.pop(VERDICTS_ENV, None)
+
+
+def _binary_name(binary: Path) -> str:
+    """The promtool binary's path, size and modification time, hashed: a new or reinstalled one differs."""
+    real = binary.resolve()
+    stat = real.stat()
+    return hashlib.sha256(f"{real}\0{stat.st_size}\0{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+
+
+def _pruned(store: Path, name: str, now: float | None = None) -> Path:
+    """``store / name``, made if missing, without other binaries' directories, verdicts unused for
+    ``KEEP_DAYS`` days, verdicts past the ``KEEP_ENTRIES`` most recently used, and leftover partial writes."""
+    directory = store / name
+    directory.mkdir(parents=True, exist_ok=True)
+    for other in store.iterdir():
+        if other.is_dir() and other.name != name:
+            shutil.rmtree(other, ignore_errors=True)
+    oldest = (time.time() if now is None else now) - KEEP_DAYS * 86400
+    kept: list[tuple[float, Path]] = []
+    for path in directory.iterdir():
+        with contextlib.suppress(OSError):
+            used = path.stat().st_mtime
+            if path.suffix == ".part" or (path.suffix in (".json", ".lock") and used < oldest):
+                path.unlink()
+            elif path.suffix == ".json":
+                kept.append((used, path))
+    for _, path in sorted(kept, reverse=True)[KEEP_ENTRIES:]:
+        with contextlib.suppress(OSError):
+            path.unlink()
+            path.with_suffix(".lock").unlink(missing_ok=True)
+    return directory
 
 
 def _uncommented(text: str) -> str:
@@ -89,16 +157,39 @@ def _renamed(texts: list[str], names: set[str]) -> list[str] | None:
     return [*renamed, "\n".join(table)]
 
 
+def _rule_files(text: str) -> list[str] | None:
+    """The rule files a test file names: a YAML list (the generated tests) or a JSON document's (the world's)."""
+    if text.startswith("{"):
+        try:
+            listed = json.loads(text).get("rule_files")
+        except (ValueError, AttributeError):
+            return None
+        return [str(path) for path in listed] if isinstance(listed, list) else None
+    found = _RULE_FILE.search(text)
+    return None if found is None else [line[2:].strip().strip("'\"") for line in found.group(1).splitlines()]
+
+
+def _placeless(text: str, paths: list[str]) -> str:
+    """The test file with each rule file named by its file name alone: where the rule files are (a test's temp
+    directory, named absolutely) is not what promtool proves, and their content is in the key."""
+    if text.startswith("{"):
+        for path in paths:
+            text = text.replace(json.dumps(path), json.dumps(Path(path).name))
+        return text
+    listing = "".join(f"- {Path(path).name}\n" for path in paths)
+    return _RULE_FILE.sub(lambda _: f"rule_files:\n{listing}", text, count=1)
+
+
 def proof_key(test_file: Path, *, rename: bool = False) -> str | None:
     """What promtool reads to prove ``test_file``, hashed; None when the rule files are not plain paths."""
     text = test_file.read_text(encoding="utf-8")
-    listed = _RULE_FILE.search(text)
-    if listed is None:
+    paths = _rule_files(text)
+    if paths is None:
         return None
-    paths = [line[2:].strip().strip("'\"") for line in listed.group(1).splitlines()]
     if any(set(path) & set("*?[{") for path in paths):
         return None
-    texts = [text] + [(test_file.parent / path).read_text(encoding="utf-8") for path in paths]
+    bodies = [(test_file.parent / path).read_text(encoding="utf-8") for path in paths]
+    texts = [_placeless(text, paths), *bodies]
     if rename:
         rules = "\n".join(texts[1:])
         alerts = _ALERT_NAME.findall(rules)  # and their runbook anchors, lowercased
@@ -113,7 +204,8 @@ def proof_key(test_file: Path, *, rename: bool = False) -> str | None:
 
 
 def promtool_test(test_file: Path, *, rename: bool = False, timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    """``promtool test rules <test_file>`` in its directory, or the verdict of the same proof earlier in this run.
+    """``promtool test rules <test_file>`` in its directory, or the verdict of the same proof earlier (this run's
+    or, from the store, an earlier run's).
 
     Workers proving the same file at once take turns on a lock in the run's directory: the second waits for the
     first's verdict rather than running promtool again (test_generated_tests and test_rule_cost both ask for
@@ -128,15 +220,51 @@ def promtool_test(test_file: Path, *, rename: bool = False, timeout: int = 900) 
     if shared is None:
         return _run(test_file, key, args, timeout)
     with _exclusive(shared.with_suffix(".lock")):
-        if shared.is_file():
-            code, out, err = json.loads(shared.read_text(encoding="utf-8"))
-            _MEMORY[str(key)] = (code, out, err)
-            return subprocess.CompletedProcess(args, code, out, err)
+        kept = _read(shared)
+        if kept is not None:
+            _MEMORY[str(key)] = kept
+            return subprocess.CompletedProcess(args, *kept)
         result = _run(test_file, key, args, timeout)
-        partial = shared.with_suffix(f".{os.getpid()}.part")
-        partial.write_text(json.dumps(_MEMORY[str(key)]), encoding="utf-8")
-        partial.replace(shared)
+        if result.returncode in (0, 1) and len(result.stdout) + len(result.stderr) <= MAX_OUTPUT:
+            partial = shared.with_suffix(f".{os.getpid()}.part")
+            partial.write_text(json.dumps(_MEMORY[str(key)]), encoding="utf-8")
+            partial.replace(shared)
     return result
+
+
+def _read(shared: Path) -> tuple[int, str, str] | None:
+    """The verdict kept at ``shared``, marked as just used (the store keeps the most recently used); None when
+    there is none or it cannot be read."""
+    try:
+        code, out, err = json.loads(shared.read_text(encoding="utf-8"))
+        os.utime(shared)
+    except (OSError, ValueError, TypeError):
+        return None
+    return int(code), str(out), str(err)
+
+
+def passed_before(check: str, keys: dict[Path, str]) -> set[Path]:
+    """The files whose ``check`` (a tool and its arguments, run on many files at once) passed with the same
+    ``keys`` before, in this run or a stored one (``keep_passes``)."""
+    directory = os.environ.get(VERDICTS_ENV)
+    if not directory:
+        return set()
+    return {path for path, key in keys.items() if _read(Path(directory) / f"{_pass_name(check, key)}.json")}
+
+
+def keep_passes(check: str, keys: dict[Path, str]) -> None:
+    """Remember that ``check`` passed on these files (one call on all of them exited 0)."""
+    directory = os.environ.get(VERDICTS_ENV)
+    for key in keys.values() if directory else ():
+        shared = Path(str(directory)) / f"{_pass_name(check, key)}.json"
+        partial = shared.with_suffix(f".{os.getpid()}.part")
+        partial.write_text(json.dumps((0, "", "")), encoding="utf-8")
+        partial.replace(shared)
+
+
+def _pass_name(check: str, key: str) -> str:
+    """A batch's verdict on one file lives apart from ``promtool_test``'s (it has no output to give back)."""
+    return hashlib.sha256(f"{check}\0{key}".encode()).hexdigest()
 
 
 @contextlib.contextmanager

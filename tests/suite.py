@@ -1,12 +1,15 @@
-"""``make test``: the lab tier in a pytest process of its own, beside the rest of the suite on three workers.
+"""``make test``: the lab tier in two pytest processes of its own, beside the rest of the suite on three workers.
 
 The lab (``tests/lab/``) runs real etcd, Prometheus, Alertmanager and node_exporter and waits on their
-clocks: 5-minute windows forgetting a fault, elections, group and repeat intervals. Alone it takes about
-ten minutes for four of CPU (2026-12-03: 632 s wall, 234 s CPU, 36% of one core). As one of the suite's
-two xdist workers it held that worker idle for most of those ten minutes; beside them, its waits overlap
-the other tiers' CPU work. Its tests also need one process, in file order: each fault test leaves its
-alerts on the module's lab, and the last one checks that every alert they raised resolves at the sink
-(with worksteal, a worker could have taken that test alone and passed it on a fresh lab).
+clocks: 5-minute windows forgetting a fault, elections, group and repeat intervals. In one process it took
+about ten and a half minutes for two and a half of CPU (2026-12-05: 638 s wall, 149 s CPU), longer than
+the rest of the suite once the rest reuses promtool's verdicts (tests/promtool_runs.py); its modules each
+start their own lab, so they run in two processes at once (``LAB``): the faults module (about eight
+minutes, most of it the wait for 5-minute windows to forget) and the others (about three). As one of the
+suite's xdist workers the lab held that worker idle; beside them, its waits overlap the other tiers' CPU
+work. A module's tests need one process, in file order: each fault test leaves its alerts on the module's
+lab, and a later one checks that every alert they raised resolves at the sink (with worksteal, a worker
+could have taken that test alone and passed it on a fresh lab).
 
 The rest runs on three workers for two cores: some of its tests wait on a clock too (a real Prometheus
 or Alertmanager, a remote read, a stalled server), about 230 s of a worker's time in a run, and a third
@@ -15,13 +18,14 @@ and 175% on two workers). It runs at a lower priority (``nice``): the lab's serv
 milliseconds at a time (etcd's heartbeats, Prometheus's evaluations) and get the core first, so busy
 workers do not stretch an election or an evaluation the lab's timings count on.
 
-Exit status: the first non-zero of the two runs (pytest's own codes), after both have finished and the
-lab's output is printed. Ctrl-C stops both (the terminal signals the whole process group; a lab still
+Exit status: the first non-zero of the runs (pytest's own codes), after all have finished and the labs'
+output is printed. Ctrl-C stops them all (the terminal signals the whole process group; a lab still
 running after that is terminated by its PID).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -31,6 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = "tests/lab"
+LABS = (("tests/lab/test_lab_faults.py",), ("tests/lab/test_lab.py", "tests/lab/test_lab_vmalert.py"))
 NICENESS = 5
 
 
@@ -54,34 +59,46 @@ def bytecode_cached(environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def commands(python: str = sys.executable) -> tuple[list[str], list[str]]:
-    """The lab's pytest command and the rest's, in that order."""
-    lab = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", "--cpu-durations=10", LAB]
+def commands(python: str = sys.executable) -> tuple[list[list[str]], list[str]]:
+    """The labs' pytest commands (the longest first) and the rest's."""
+    labs = [
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--durations=10", "--cpu-durations=10", *modules]
+        for modules in LABS
+    ]
     rest = [python, "-m", "pytest", "-q", "-n", "3", "--dist", "worksteal", "--durations=25", "--cpu-durations=25"]
     rest.append(f"--ignore={LAB}")
-    return lab, rest
+    return labs, rest
 
 
 def main(argv: list[str]) -> int:
     env = bytecode_cached(os.environ)
     if argv == ["--fast"]:  # make test-fast
         return subprocess.call([sys.executable, "-m", "pytest", "-q", "-n", "2", *FAST], cwd=REPO, env=env)
-    lab_command, rest_command = commands()
-    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="slo-lab-") as log:
-        lab = subprocess.Popen(lab_command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+    lab_commands, rest_command = commands()
+    with contextlib.ExitStack() as stack:
+        logs = [
+            stack.enter_context(tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="slo-lab-"))
+            for _ in lab_commands
+        ]
+        labs = [
+            subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
+            for command, log in zip(lab_commands, logs, strict=True)
+        ]
         try:
             rest = subprocess.call(rest_command, cwd=REPO, env=env, preexec_fn=lambda: os.nice(NICENESS))
-            lab_code = lab.wait()
+            lab_codes = [lab.wait() for lab in labs]
         except KeyboardInterrupt:
             return 130
         finally:
-            if lab.poll() is None:
-                lab.terminate()
-                lab.wait(timeout=60)
-        log.seek(0)
-        print(f"\n==== the lab tier ({LAB}), run beside the rest ====", flush=True)
-        sys.stdout.write(log.read())
-    return rest or lab_code
+            for lab in labs:
+                if lab.poll() is None:
+                    lab.terminate()
+                    lab.wait(timeout=60)
+        for modules, log in zip(LABS, logs, strict=True):
+            log.seek(0)
+            print(f"\n==== the lab tier ({', '.join(modules)}), run beside the rest ====", flush=True)
+            sys.stdout.write(log.read())
+    return rest or next((code for code in lab_codes if code), 0)
 
 
 if __name__ == "__main__":

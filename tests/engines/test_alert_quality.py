@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import re
-import subprocess
 from pathlib import Path
 
 import yaml
@@ -21,6 +20,7 @@ from compiler.model.windows import MINUTE
 from compiler.plan import plan
 from compiler.plan.quality import quality
 from compiler.targets import render_plan
+from tests.promtool_runs import promtool_test
 from tests.support import FIXTURE_SPECS, compile_tree
 
 SPEC = "fixture-ratio-bad"  # 99.9% over 30d; bad = SERVFAIL over every DNS response, job="kube-dns"
@@ -57,9 +57,7 @@ def test_every_burn_pair_fires_when_its_full_outage_figure_says(tmp_path: Path) 
     rules.write_bytes(files[rules_path(spec.slo)])
     test = tmp_path / "probe.test.yaml"
     test.write_text(yaml.safe_dump(_probe(rules.name)))
-    result = subprocess.run(
-        ["promtool", "test", "rules", test.name], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    result = promtool_test(test)
     answer = (result.stdout + result.stderr).replace(", {", "\n{")
     measured = {
         labels: float(value) - HISTORY

@@ -31,6 +31,7 @@ from bench.burn_timing import (
     workbook_minutes,
 )
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, VALID_SLO
+from tests.promtool_runs import promtool_test
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
 
@@ -46,7 +47,7 @@ def unguarded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def fires_after_step(rules: Path, history_min: int, error_ratio: float, end_min: int) -> dict[str, int]:
-    found = by_pair(first_fire_minutes([rules], step_inputs(history_min, error_ratio, end_min), end_min))
+    found = by_pair(first_fire_minutes([rules], step_inputs(history_min, error_ratio, end_min), end_min, promtool_test))
     return {name: minute - history_min for name, minute in found.items()}
 
 
@@ -111,13 +112,13 @@ def trickle_inputs() -> list[InputSeries]:
 
 def test_without_the_guard_a_trickle_pages_for_hours(unguarded: Path) -> None:
     """Once the windows hold only the trickle, its 10% errors are 7x the 1h threshold: both pages fire."""
-    fired = by_pair(first_fire_minutes([unguarded], trickle_inputs(), END_MIN))
+    fired = by_pair(first_fire_minutes([unguarded], trickle_inputs(), END_MIN, promtool_test))
     assert fired == {"1h/5m": DROP_MIN + 60 + 2, "6h/30m": DROP_MIN + 360 + 15}
 
 
 def test_the_guard_keeps_a_trickle_from_paging(rules: Path) -> None:
     """Seven hours of the trickle spend 2,520 bad requests, under every pair's share of the 72M-request period."""
-    assert by_pair(first_fire_minutes([rules], trickle_inputs(), END_MIN)) == {}
+    assert by_pair(first_fire_minutes([rules], trickle_inputs(), END_MIN, promtool_test)) == {}
 
 
 def test_the_guard_holds_under_steady_traffic(rules: Path) -> None:

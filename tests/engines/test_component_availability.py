@@ -10,7 +10,6 @@ in its cluster, not in another cluster).
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from tests.engines.test_hostile_routing import (
     write_alertmanager,
     write_tree,
 )
+from tests.promtool_runs import promtool_test
 from tests.support import LIBRARY_SPECS, REPO_ROOT, compile_tree
 
 PROFILED_PROJECT = PROJECT_YAML + "scrape_profile:\n  stack: kube-prometheus-stack\n"
@@ -233,7 +233,7 @@ def test_shipped_apiserver_availability_rules_judge_targets_in_promtool(tmp_path
         yaml.safe_dump({"rule_files": [str(APISERVER_RULES)], "evaluation_interval": "1m", "tests": tests}),
         encoding="utf-8",
     )
-    result = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120)
+    result = promtool_test(test_file, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("SUCCESS") >= 1, result.stdout
 
@@ -248,7 +248,7 @@ def test_promtool_cases_can_fail(tmp_path: Path) -> None:
         yaml.safe_dump({"rule_files": [str(APISERVER_RULES)], "evaluation_interval": "1m", "tests": [wrong]}),
         encoding="utf-8",
     )
-    result = subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True, timeout=120)
+    result = promtool_test(test_file, timeout=120)
     assert result.returncode == 1, result.stdout + result.stderr
 
 

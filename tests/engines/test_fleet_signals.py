@@ -35,6 +35,7 @@ from tests.engines.test_hostile_routing import (
     spec_path,
     write_alertmanager,
 )
+from tests.promtool_runs import promtool_test
 from tests.support import LIBRARY_SPECS, REPO_ROOT, compile_tree
 
 GENERATED = REPO_ROOT / "generated" / "prometheus"
@@ -213,7 +214,7 @@ def test_budgets_count_one_series_per_unit() -> None:
 
 
 def _promtool(test_file: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["promtool", "test", "rules", str(test_file)], capture_output=True, text=True, timeout=300)
+    return promtool_test(test_file, timeout=300)
 
 
 @pytest.mark.parametrize("name", FLEET_SPECS)

@@ -143,7 +143,7 @@ def _first_fire(rules: Path, series: list[dict[str, str]], end: int, severity: s
     }
     path = rules.parent / f"{rules.stem}.probe.yaml"
     path.write_text(yaml.safe_dump(test, sort_keys=False))
-    result = subprocess.run(["promtool", "test", "rules", path.name], cwd=path.parent, capture_output=True, text=True)
+    result = promtool_test(path)
     got = re.findall(r"got:\s*\{\} (-?[0-9.eE+-]+)", result.stdout + result.stderr)
     assert len(got) == 2, result.stdout + result.stderr
     return {sev: round(float(value)) for sev, value in zip(("page", "ticket"), got, strict=True)}

@@ -10,10 +10,10 @@ is a counter reset.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 from compiler.targets.prometheus.proof.timeline import render_counter, render_gauge
+from tests.promtool_runs import promtool_test
 from tests.support import REPO_ROOT
 
 NOISE = re.compile(r"\d\.\d*(?:0{6,}[1-9]|9{6,})\d*")
@@ -49,7 +49,7 @@ def test_promtool_reads_the_counter_as_a_counter_without_reset(tmp_path: Path) -
         "  - expr: resets(c_total[30m])\n    eval_time: 20m\n    exp_samples: [{labels: '{}', value: 0}]\n"
         "  - expr: c_total\n    eval_time: 20m\n    exp_samples: [{labels: 'c_total', value: 11953.8}]\n"
     )
-    result = subprocess.run(["promtool", "test", "rules", str(test)], capture_output=True, text=True, check=False)
+    result = promtool_test(test)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

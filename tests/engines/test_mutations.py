@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -101,9 +100,7 @@ def test_promtool_fails_for_the_mutated_alert(
     test_file = tmp_path / "tests" / f"{spec}.test.yaml"
     test_file.write_text(yaml.safe_dump(tests_doc, sort_keys=False), "utf-8")
 
-    result = subprocess.run(
-        ["promtool", "test", "rules", test_file.name], cwd=test_file.parent, capture_output=True, text=True, check=False
-    )
+    result = promtool_test(test_file)
     assert result.returncode == 1, f"promtool passed with {mutation} on {alert}"
     assert alert in result.stdout + result.stderr
 

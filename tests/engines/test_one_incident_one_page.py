@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import re
 import shutil
-import subprocess
 import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -38,6 +37,7 @@ import yaml
 
 from tests import servers
 from tests.engines.test_hostile_routing import post_alerts
+from tests.promtool_runs import promtool_test
 from tests.support import REPO_ROOT
 
 GENERATED = REPO_ROOT / "generated"
@@ -281,5 +281,5 @@ def test_the_zone_page_carries_the_zone_label_node_readiness_slices_by(tmp_path:
     }
     path = tmp_path / "zone-key.test.yaml"
     path.write_text(yaml.safe_dump(case), encoding="utf-8")
-    result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    result = promtool_test(path, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr

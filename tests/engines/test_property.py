@@ -23,6 +23,7 @@ changes how many (the coverage checks at the end need 1,000 or more).
 from __future__ import annotations
 
 import collections
+import hashlib
 import os
 import re
 import subprocess
@@ -37,6 +38,7 @@ from hypothesis import HealthCheck, event, given, settings
 
 from compiler.pipeline import compile_specs
 from compiler.targets import TargetError, render_all
+from tests import promtool_runs
 from tests.promtool_runs import proof_key
 from tests.spec_strategies import ALL_SHAPES, ALWAYS_REFUSED, Tree, spec_trees
 
@@ -197,13 +199,25 @@ def _sections(output: str, header: str) -> dict[str, str]:
     return {parts[i]: parts[i + 1] for i in range(1, len(parts) - 1, 2)}
 
 
-def failing_files(tool: list[str], files: list[Path], header: str, timeout: int) -> dict[Path, str]:
+def failing_files(
+    tool: list[str], files: list[Path], header: str, timeout: int, keys: dict[Path, str] | None = None
+) -> dict[Path, str]:
     """Files the tool rejects, with what it said about each: one call for all of them; when it fails, the
-    files its output does not show passing are run again one by one, for their own exit code and output."""
+    files its output does not show passing are run again one by one, for their own exit code and output.
+
+    With ``keys`` (what the tool reads from each file, hashed), files the tool passed with the same key
+    before, in this run or an earlier one, are not run again (tests/promtool_runs.py), and a call that passes
+    is remembered."""
+    check = " ".join(tool)
+    if keys:
+        known = promtool_runs.passed_before(check, keys)
+        files = [path for path in files if path not in known]
     if not files:
         return {}
     code, output = _run_split(tool, files, timeout)
     if code == 0:
+        if keys:
+            promtool_runs.keep_passes(check, {path: keys[path] for path in files if path in keys})
         return {}
     sections = _sections(output, header)
     suspects = [path for path in files if "SUCCESS" not in sections.get(str(path), "")] or files
@@ -249,6 +263,17 @@ def engine_inputs(accepted: list[Accepted]) -> dict[str, list[Path]]:
     }
 
 
+def _keys(check: str, files: list[Path]) -> dict[Path, str] | None:
+    """What promtool reads from each file, hashed (the proof under any names, or the rule file), for the
+    verdicts kept across runs; None for amtool (a config can name template files its key would not see)."""
+    if check == "promtool test rules":
+        keys = {path: proof_key(path, rename=True) for path in files}
+        return {path: key for path, key in keys.items() if key is not None}
+    if check == "promtool check rules":
+        return {path: hashlib.sha256(path.read_bytes()).hexdigest() for path in files}
+    return None
+
+
 def engine_failures(accepted: list[Accepted]) -> tuple[dict[Path, str], dict[str, str]]:
     """The accepted examples' files through promtool and amtool: (failures, files and seconds per tool)."""
     inputs = engine_inputs(accepted)
@@ -256,7 +281,7 @@ def engine_failures(accepted: list[Accepted]) -> tuple[dict[Path, str], dict[str
     spent = {}
     for name, tool, header in CHECKS:
         start = time.perf_counter()
-        failures.update(failing_files(tool, inputs[name], header, timeout=900))
+        failures.update(failing_files(tool, inputs[name], header, timeout=900, keys=_keys(name, inputs[name])))
         spent[name] = f"{len(inputs[name])} files in {time.perf_counter() - start:.0f}s"
     return failures, spent
 

@@ -15,7 +15,6 @@ Plus the positioned errors of the new fields. Each promtool run is bounded (``ti
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.promtool_runs import promtool_test
 from tests.unit.source.test_errors import SLO, edit, message_at, validate
 
 RunCli = Callable[[Sequence[str | Path], Path], tuple[int, str, str]]
@@ -45,9 +45,7 @@ def _promtool_test(tmp_path: Path, rules: str, series: list[dict[str, str]], che
     }
     path = tmp_path / "hand.test.yaml"
     path.write_text(yaml.safe_dump(suite, sort_keys=False), encoding="utf-8")
-    result = subprocess.run(
-        ["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=300, check=False
-    )
+    result = promtool_test(path, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -249,12 +247,5 @@ def test_a_relative_bound_without_a_floor_ignores_a_flat_zero(run_cli: RunCli, t
     assert 'and (slo:sli_bad:rate5m{slo="dns-errors"} / slo:sli_total:rate5m{slo="dns-errors"}) > 0\n' in rules
     suite = tmp_path / "out/prometheus/tests/dns-errors.test.yaml"
     assert "calm baseline: every slice at 0," in suite.read_text(encoding="utf-8")
-    result = subprocess.run(
-        ["promtool", "test", "rules", suite.name],
-        cwd=suite.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = promtool_test(suite, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr

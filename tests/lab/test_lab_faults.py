@@ -6,8 +6,9 @@ restores the cluster before the next.
 The faults whose specs read a 5m window (leader changes, the peer round trip, gRPC failures, slow fsync and backend
 commit, rule failures, notification failures) resolve only when the window forgets them, five minutes later: they run
 first, and one test near the end waits once, with one deadline, for every alert they raised to be resolved at the
-sink, overlapped with the short faults in between. Prometheus stopped and restarted comes last, so its gap disturbs
-no other fault.
+sink, overlapped with the short faults in between. Prometheus stopped and restarted is in test_lab.py, last on that
+module's lab: its gap disturbs no fault, and this module, the lab's longest, is shorter by it (tests/suite.py runs the
+two modules at once).
 
 Each test prints the seconds from the fault to the firing notification and from the repair to the resolved one; the
 resolution test prints every alert's firing and resolved notification on the module's clock."""
@@ -722,79 +723,3 @@ def test_every_alert_the_faults_raised_resolves_at_the_sink(running: lab.Lab) ->
     print(f"\nlab: every fault's alert resolved; this test waited {waited:.1f}s (module clock, from the warm lab):")
     for key, seen in sorted(times.items(), key=lambda item: item[1].get("firing", 0)):
         print(f"lab:   {key}: firing at {seen.get('firing', -1):.0f}s, resolved at {seen.get('resolved', -1):.0f}s")
-
-
-def test_prometheus_stopped_stops_the_heartbeat_and_restarted_resumes_it_with_no_false_page(running: lab.Lab) -> None:
-    """The dead man's switch in the lab: the generated heartbeat rule (always firing) reaches its receiver every few
-    seconds (the lab's repeat interval, 2 s). Prometheus stopped by its PID: Alertmanager holds the heartbeat until
-    the end time Prometheus gave it (4 evaluation intervals) and then the pings stop, which is what the heartbeat
-    service alerts on. Restarted on the same data directory (it replays its WAL): the pings resume, and nothing pages
-    or raises NoData from the gap: the recorded SLIs of before the stop are within the 5m lookback, the rate windows
-    span the gap, absent() stays false. The alerts that were firing (node-clock-sync's true tickets) expire at
-    Alertmanager during the gap and fire again after it: in the lab the end time is 8 s; in production it is 4
-    minutes (4 x 1m), so a restart shorter than that does not flap them."""
-    server = running.prometheus_server
-    assert server is not None
-    receiver = "heartbeat-prometheus"
-
-    def beats() -> list[float]:
-        with running.sink.lock:
-            return list(running.sink.arrived.get(receiver, []))
-
-    assert servers.wait_until(lambda: len(beats()) >= 3, 60), running.sink.receivers()
-    payload = running.sink.received[receiver][-1]
-    labels = payload["alerts"][0]["labels"]
-    assert (labels["alertname"], labels["slo_compiler"], labels["evaluator"]) == (
-        "SloCompilerHeartbeat",
-        "heartbeat",
-        "prometheus",
-    )
-    assert all(a["status"] == "firing" for p in running.sink.received[receiver] for a in p["alerts"])
-    pages = {r for r in running.sink.receivers() if r.endswith("-page")}
-    before = {r: len(running.sink.alerts(r)) for r in running.sink.receivers()}
-    firing_before = {a["alertname"] for a in running.lab_alerts() if a["alertstate"] == "firing"}
-    stopped = time.monotonic()
-    server.stop()  # by its PID
-    try:
-        # Silent: no ping for 12 s (the pings come every 2-4 s while the heartbeat is held).
-        assert servers.wait_until(lambda: time.monotonic() - max(beats()) > 12, 60, 0.5), beats()[-5:]
-        last = max(beats()) - stopped
-        count = len(beats())
-    finally:
-        server.start()  # the same flags, the same data directory
-    restarted, restarted_at = time.monotonic(), time.time()
-    assert count == len([b for b in beats() if b < restarted]), "a ping while Prometheus was down and silent"
-    assert servers.wait_until(lambda: max(beats()) > restarted, 60, 0.5), "the heartbeat did not resume"
-    resumed = max(beats()) - restarted
-    # No false page or NoData from the gap: every SLI has data, then the NoData alerts' ``for`` (20 s) and two more
-    # evaluations pass with nothing new pending. Only what the restarted server wrote counts: the last run's
-    # ALERTS samples stay in instant queries for 5 minutes (an alert pending at the stop, say a scrape timed out
-    # under load just before, would seem pending still).
-    fresh = restarted_at
-    assert servers.wait_until(lambda: running.no_data_gone(since=fresh), 60, 1), running.lab_alerts(since=fresh)
-    settle = restarted + 30
-    while time.monotonic() < settle:
-        assert not running.lab_alerts("page", since=fresh), running.lab_alerts("page", since=fresh)
-        no_data = [a for a in running.lab_alerts(since=fresh) if a["alertname"].endswith("NoData")]
-        assert not no_data, running.lab_alerts(since=fresh)
-        time.sleep(1)
-    sent_pages = [
-        a["labels"]["alertname"]
-        for r in running.sink.receivers()
-        if r.endswith("-page")
-        for a in running.sink.alerts(r)[before.get(r, 0) :]
-        if a["status"] == "firing"
-    ]
-    assert not sent_pages, sent_pages
-    tickets = {
-        a["labels"]["alertname"]
-        for r in running.sink.receivers()
-        if r not in pages and not r.startswith("heartbeat-")
-        for a in running.sink.alerts(r)[before.get(r, 0) :]
-        if a["status"] == "firing"
-    }
-    assert tickets <= firing_before, tickets - firing_before
-    print(
-        f"\nlab: Prometheus stopped: the last heartbeat ping {last:.1f}s after the stop; restarted, the pings resumed "
-        f"{resumed:.1f}s after the restart; no page, no NoData; tickets firing again: {sorted(tickets)}"
-    )
