@@ -226,10 +226,20 @@ def promtool_test(test_file: Path, *, rename: bool = False, timeout: int = 900) 
             return subprocess.CompletedProcess(args, *kept)
         result = _run(test_file, key, args, timeout)
         if result.returncode in (0, 1) and len(result.stdout) + len(result.stderr) <= MAX_OUTPUT:
-            partial = shared.with_suffix(f".{os.getpid()}.part")
-            partial.write_text(json.dumps(_MEMORY[str(key)]), encoding="utf-8")
-            partial.replace(shared)
+            _keep(shared, _MEMORY[str(key)])
     return result
+
+
+def _keep(shared: Path, verdict: tuple[int, str, str]) -> None:
+    """Write a verdict whole or not at all (a reader sees the old file or the new one); a write that fails (a
+    full disk, another run pruning the store) only costs the next run a promtool run."""
+    partial = shared.with_suffix(f".{os.getpid()}.part")
+    try:
+        partial.write_text(json.dumps(verdict), encoding="utf-8")
+        partial.replace(shared)
+    except OSError:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
 
 
 def _read(shared: Path) -> tuple[int, str, str] | None:
@@ -256,10 +266,7 @@ def keep_passes(check: str, keys: dict[Path, str]) -> None:
     """Remember that ``check`` passed on these files (one call on all of them exited 0)."""
     directory = os.environ.get(VERDICTS_ENV)
     for key in keys.values() if directory else ():
-        shared = Path(str(directory)) / f"{_pass_name(check, key)}.json"
-        partial = shared.with_suffix(f".{os.getpid()}.part")
-        partial.write_text(json.dumps((0, "", "")), encoding="utf-8")
-        partial.replace(shared)
+        _keep(Path(str(directory)) / f"{_pass_name(check, key)}.json", (0, "", ""))
 
 
 def _pass_name(check: str, key: str) -> str:

@@ -1,11 +1,12 @@
-"""``make test``: the lab tier in two pytest processes of its own, beside the rest of the suite on three workers.
+"""``make test``: the lab tier in three pytest processes of its own, beside the rest of the suite on three workers.
 
 The lab (``tests/lab/``) runs real etcd, Prometheus, Alertmanager and node_exporter and waits on their
 clocks: 5-minute windows forgetting a fault, elections, group and repeat intervals. In one process it took
 about ten and a half minutes for two and a half of CPU (2026-12-05: 638 s wall, 149 s CPU), longer than
 the rest of the suite once the rest reuses promtool's verdicts (tests/promtool_runs.py); its modules each
-start their own lab, so they run in two processes at once (``LAB``): the faults module (about eight
-minutes, most of it the wait for 5-minute windows to forget) and the others (about three). As one of the
+start their own lab, so they run in three processes at once (``LABS``): etcd's faults, the other faults
+(each module waits once for its 5-minute windows to forget its faults, about seven minutes and six) and the
+healthy lab, its Prometheus restart and vmalert (about three). As one of the
 suite's xdist workers the lab held that worker idle; beside them, its waits overlap the other tiers' CPU
 work. A module's tests need one process, in file order: each fault test leaves its alerts on the module's
 lab, and a later one checks that every alert they raised resolves at the sink (with worksteal, a worker
@@ -35,7 +36,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = "tests/lab"
-LABS = (("tests/lab/test_lab_faults.py",), ("tests/lab/test_lab.py", "tests/lab/test_lab_vmalert.py"))
+LABS = (
+    ("tests/lab/test_lab_faults.py",),
+    ("tests/lab/test_lab_faults_followers_and_monitors.py",),
+    ("tests/lab/test_lab.py", "tests/lab/test_lab_vmalert.py"),
+)
 NICENESS = 5
 
 

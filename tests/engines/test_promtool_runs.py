@@ -225,3 +225,17 @@ def test_the_store_off_keeps_verdicts_for_one_run(tmp_path: Path, monkeypatch: p
     assert warm is not None and not warm.temporary and warm.directory.parent == tmp_path / "store"
     promtool_runs.end_run(warm)
     assert warm.directory.is_dir() and VERDICTS_ENV not in os.environ
+
+
+def test_a_batch_pass_is_kept_per_file_and_per_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The property test runs a check on many files at once: a passing call is kept for each file's key, read by
+    the next run for that check only, and a file whose key changed is not among the passes."""
+    _fresh(monkeypatch, tmp_path / "verdicts")
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    keys = {one: "key-one", two: "key-two"}
+    assert promtool_runs.passed_before("promtool check rules", keys) == set()
+    promtool_runs.keep_passes("promtool check rules", {one: "key-one"})
+    _fresh(monkeypatch, tmp_path / "verdicts")
+    assert promtool_runs.passed_before("promtool check rules", keys) == {one}
+    assert promtool_runs.passed_before("promtool test rules", keys) == set()
+    assert promtool_runs.passed_before("promtool check rules", {one: "key-one-changed"}) == set()
