@@ -25,6 +25,7 @@ Every process has its own free port and temp dir and is stopped by PID however t
 from __future__ import annotations
 
 import base64
+import functools
 import importlib.util
 import json
 import os
@@ -449,25 +450,64 @@ def prometheus(
         server.stop()
 
 
+PORT_ATTEMPTS = 3  # a cluster whose port another process took first is started again, on other ports
+
+
 @contextmanager
 def etcd_cluster(workdir: Path, binary: str = "etcd") -> Iterator[list[Member]]:
-    workdir.mkdir(parents=True, exist_ok=True)
-    names = ["member-0", "member-1", "member-2"]
-    ports = [(servers.free_port(), servers.free_port(), servers.free_port()) for _ in names]
-    initial = ",".join(f"{name}=http://127.0.0.1:{peer}" for name, (_, peer, _) in zip(names, ports, strict=True))
-    members = [
-        Member(name, client, peer, metrics, workdir / name, workdir / f"{name}.log", initial, binary=binary)
-        for name, (client, peer, metrics) in zip(names, ports, strict=True)
-    ]
+    """Three members, each healthy and its own process alive.
+
+    A free port is free when it is chosen, not when etcd binds it: another process (another lab started at the
+    same moment, tests/suite.py runs three) can take it in between. The member then exits ("address already in
+    use") while the other process may answer on its port, even its /health; so each member's process must be
+    alive too, and a cluster that lost a port is stopped and started again on other ports, in a folder of its own.
+    """
+    for attempt in range(PORT_ATTEMPTS):
+        members = _etcd_members(workdir if attempt == 0 else workdir / f"retry-{attempt}", binary)
+        started = False
+        try:
+            for member in members:
+                member.start()
+            servers.wait_until(functools.partial(_settled, members), 30)
+            started = _started(members)
+            if started:
+                break
+            logs = "\n".join(m.log.read_text(errors="replace")[-1500:] for m in members)
+            if "address already in use" not in logs or attempt == PORT_ATTEMPTS - 1:
+                raise RuntimeError(logs)
+        finally:
+            if not started:
+                for member in members:
+                    member.stop()
     try:
-        for member in members:
-            member.start()
-        if not servers.wait_until(lambda: all(m.healthy() for m in members), 30):
-            raise RuntimeError("\n".join(m.log.read_text(errors="replace")[-1500:] for m in members))
         yield members
     finally:
         for member in members:
             member.stop()
+
+
+def _started(members: list[Member]) -> bool:
+    """Every member's process is alive and answers healthy on its own client port."""
+    try:
+        return all(m.running() for m in members) and all(m.healthy() for m in members)
+    except OSError:
+        return False
+
+
+def _settled(members: list[Member]) -> bool:
+    """The cluster is up, or a member has exited (no use waiting for it)."""
+    return not all(m.running() for m in members) or _started(members)
+
+
+def _etcd_members(workdir: Path, binary: str) -> list[Member]:
+    workdir.mkdir(parents=True, exist_ok=True)
+    names = ["member-0", "member-1", "member-2"]
+    ports = [(servers.free_port(), servers.free_port(), servers.free_port()) for _ in names]
+    initial = ",".join(f"{name}=http://127.0.0.1:{peer}" for name, (_, peer, _) in zip(names, ports, strict=True))
+    return [
+        Member(name, client, peer, metrics, workdir / name, workdir / f"{name}.log", initial, binary=binary)
+        for name, (client, peer, metrics) in zip(names, ports, strict=True)
+    ]
 
 
 @contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -43,6 +44,28 @@ def expected_healthy(the_lab: lab.Lab) -> set[tuple[str, str, str]]:
 # What preflight reports as a problem on the healthy lab, each true: the lab runs no apiserver, so the
 # apiserver write errors that confirm etcd-member-availability's quorum page have no series.
 EXPECTED_PROBLEMS = {("etcd-member-availability", "confirmation")}
+
+
+def test_an_etcd_member_whose_port_was_taken_is_started_again_on_other_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three labs start at once (tests/suite.py): a port chosen free can be taken before etcd binds it. The
+    member exits ("address already in use"), and the cluster starts again on other ports, each member's own
+    process alive and healthy."""
+    taken = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    chosen = iter([taken.getsockname()[1]])
+    free_port = servers.free_port
+    monkeypatch.setattr(servers, "free_port", lambda: next(chosen, None) or free_port())
+    try:
+        with lab.etcd_cluster(tmp_path / "etcd") as members:
+            assert all(m.running() and m.healthy() for m in members)
+            assert all(m.data_dir.parent == tmp_path / "etcd" / "retry-1" for m in members)
+        first = (tmp_path / "etcd" / "member-0.log").read_text(errors="replace")
+        assert "address already in use" in first, first[-2000:]
+    finally:
+        taken.close()
 
 
 @pytest.fixture(scope="module")
