@@ -31,11 +31,15 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 LAB = "tests/lab"
+# The labs start a few seconds apart, the longest first: each starts about ten servers on ports chosen free a moment
+# before they bind them, and two labs choosing at the same moment once chose the same port (tests/lab/lab.py).
+LAB_STAGGER_S = 3.0
 LABS = (
     ("tests/lab/test_lab_faults.py",),
     ("tests/lab/test_lab_faults_followers_and_monitors.py",),
@@ -85,10 +89,11 @@ def main(argv: list[str]) -> int:
             stack.enter_context(tempfile.TemporaryFile(mode="w+", encoding="utf-8", prefix="slo-lab-"))
             for _ in lab_commands
         ]
-        labs = [
-            subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env)
-            for command, log in zip(lab_commands, logs, strict=True)
-        ]
+        labs: list[subprocess.Popen[bytes]] = []
+        for command, log in zip(lab_commands, logs, strict=True):
+            if labs:
+                time.sleep(LAB_STAGGER_S)
+            labs.append(subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=env))
         try:
             rest = subprocess.call(rest_command, cwd=REPO, env=env, preexec_fn=lambda: os.nice(NICENESS))
             lab_codes = [lab.wait() for lab in labs]
