@@ -180,6 +180,10 @@ def test_the_leader_stopped_with_sigstop_is_replaced_and_its_failed_proposals_st
     is for, an election loop under an apiserver's write rate, is out of the lab's reach (its client writes 20 times a
     second). etcd_server_proposals_pending stays at 0 or 1 (writes commit in milliseconds); no spec reads it.
     The peer round trip toward the stopped leader crosses 0.15 s at both observers after SIGCONT, as for a follower.
+    Its ticket is the follower test's proof, not this one's: in CI the pair was over 0.15 s at both observers and
+    the ticket not firing at both 30 s later. The spec's p99 pools every peer an instance probes, so a short stall
+    (its one slow observation in the 0.1-0.2 s bucket among about 40 over 5m) can leave it under 0.15 s at one
+    observer while the leader's own series is over; on a quiet machine both read 0.80 s and both ticket in 20 s.
     etcd-leader (avg has_leader < 1, for 1m) is not asserted silent: an election slower than the lab's 4 s ``for``
     would page there, which the real 1m holds back."""
     faults.quiet(running, "EtcdMembersBelowNormalRange")
@@ -223,18 +227,6 @@ def test_the_leader_stopped_with_sigstop_is_replaced_and_its_failed_proposals_st
         lambda: {r["metric"]["instance"] for r in running.prometheus.query(f"{pair} > 0.15")} >= observed, 90, 1
     ), running.prometheus.query(pair)
     rtt = time.monotonic() - continued
-    assert servers.wait_until(
-        lambda: (
-            {
-                a["instance"]
-                for a in running.lab_alerts("ticket")
-                if a["alertname"] == "EtcdMemberCommunicationSlowAboveNormalRange" and a["alertstate"] == "firing"
-            }
-            >= observed
-        ),
-        30,
-        1,
-    ), running.lab_alerts()
     proposals = running.prometheus.query('slo:sli_value:gauge{slo="etcd-proposal-failures"}')
     assert proposals and float(proposals[0]["value"][1]) < 5, proposals
     assert not [a for a in running.lab_alerts() if a["slo"] == "etcd-proposal-failures"]
