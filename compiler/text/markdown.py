@@ -117,6 +117,13 @@ _PROMQL_OPERATOR = re.compile(
     r"(?: (?:on|ignoring) ?\([\w, ]*\)(?: group_(?:left|right)(?: ?\([\w, ]*\))?)?)? ?"
 )
 _PLACEHOLDER = re.compile(r"<[^<>\n`]{1,80}>")
+# Where a command or PromQL can start: after no word character (nor one of these) and at a program, a function or a
+# selector with braces. ``command_spans`` jumps from one to the next instead of trying every character.
+_SPAN_START = re.compile(
+    r"(?<![\w\-./$=:{\\])(?="
+    + "|".join((_COMMAND_START.pattern, _PROMQL_CALL.pattern, _PROMQL_NAME.pattern + r"\{"))
+    + ")"
+)
 _CLOSING = {"(": ")", "[": "]", "{": "}"}
 
 
@@ -239,10 +246,8 @@ def command_spans(text: str) -> list[tuple[str, bool]]:
     """
     chunks: list[tuple[str, bool]] = []
     plain_from = index = 0
-    while index < len(text):
-        if index and (text[index - 1].isalnum() or text[index - 1] in "_-./$=:{\\"):
-            index += 1
-            continue
+    while (start := _SPAN_START.search(text, index)) is not None:
+        index = start.start()
         command = _COMMAND_START.match(text, index)
         end = _command_end(text, index) if command else _promql_end(text, index)
         if index == plain_from and chunks:  # right after a span: the two would share backticks

@@ -476,6 +476,13 @@ def test_commands_read_as_written_in_the_source_and_on_the_page() -> None:
     assert markdown.md(prose) == prose
     # next to the author's own code span, no backticks are added (they would merge into one run)
     assert markdown.md("`a`kubectl get x") == "`a`kubectl get x"
+    # a span starts only where a word does: not inside a word, a path or a name
+    inside = "run xkubectl get pods, or /usr/bin/kubectl get pods, a-kubectl get x, my_rate(x) and ké rate(x[5m])"
+    assert markdown.md(inside) == inside.replace("ké rate(x[5m])", "ké `rate(x[5m])`")
+    several = 'Run kubectl get pods -A, then etcdctl endpoint status --cluster, then check up{job="x"} == 0.'
+    assert markdown.md(several) == (
+        'Run `kubectl get pods -A`, then `etcdctl endpoint status --cluster`, then check `up{job="x"} == 0`.'
+    )
 
 
 @pytest.mark.parametrize("tree", sorted(TREES))
