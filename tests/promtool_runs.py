@@ -10,7 +10,7 @@ workers share.
 That directory is ``.cache/promtool-verdicts/<promtool>/`` (``<promtool>`` names the binary: its path, size
 and modification time), so a verdict also serves the next run of the suite in this checkout: promtool is a
 pure function of the files it reads, and the key is those files. A run after a change proves again exactly
-what the change touched (a spec's edit: that spec's proofs and the whole-library ones; a compiler change
+what the change touched (a spec's edit: that spec's proofs and the world's group holding it; a compiler change
 that leaves ``generated/`` alone: nothing), as a build system's test cache does. A new or reinstalled
 promtool starts an empty directory; a clean clone (CI) has none and proves everything.
 ``SLO_TEST_PROMTOOL_STORE=off`` keeps the verdicts for one run only, in a temporary directory removed at

@@ -25,6 +25,7 @@ from tests.world import (
     daemonsets,
     etcd_health,
     gpus,
+    groups,
     kube_proxy,
     kubelet_agents,
     monitoring,
@@ -47,6 +48,8 @@ WINDOW_MIN = 30
 _REPO = Path(__file__).resolve().parents[2]
 # Everything a data set is built from: the world's modules and the compiler's stack and bucket tables.
 _SOURCES = (_REPO / "tests" / "world", _REPO / "compiler" / "model")
+# The world's modules that only judge data, never build it: editing them keeps the data sets.
+_JUDGES_ONLY = frozenset({"groups.py", "promtool.py", "untouched.py"})
 CACHE = _REPO / ".cache" / "world-data"
 
 
@@ -54,7 +57,8 @@ def _sources_digest() -> str:
     digest = hashlib.sha256()
     for directory in _SOURCES:
         for path in sorted(directory.glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            if path.name not in _JUDGES_ONLY and not path.name.startswith("test_"):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()
 
 
@@ -293,27 +297,73 @@ def _premise_tests(expect: Expectations) -> list[dict[str, object]]:
     ]
 
 
-def write_test(
-    path: Path,
+@dataclass(frozen=True)
+class Written:
+    """One promtool test file of a data set, and the input series it holds."""
+
+    path: Path
+    series: frozenset[str]  # each input series' selector
+
+
+def write_tests(
+    directory: Path,
     rule_files: list[Path],
     world: World,
     stack: StackView,
     expect: Expectations,
     data: list[Series] | None = None,
-) -> int:
-    """Write the promtool test file (JSON is YAML); return how many input series it holds.
+) -> list[Written]:
+    """Write the data set's promtool test files into ``directory``: one per group of rule files, the premises in one
+    of their own (tests/world/groups.py says why a group's verdict is the whole one's); JSON is YAML.
 
     ``data`` is ``every_series(world, stack)`` when the caller has it already.
     """
     data = every_series(world, stack) if data is None else data
-    checks = (
-        _quiet_tests(world, expect)
-        + _page_tests(world, expect)
-        + _fires_tests(expect)
-        + _expected_tests(world, expect)
-        + _raising_tests(world, expect)
-        + _premise_tests(expect)
-    )
+    parts = _parts(rule_files, expect)
+    written = []
+    for index, (files, part) in enumerate(parts):
+        checks = _quiet_tests(world, expect) + _page_tests(world, expect) + _fires_tests(part)
+        checks += _expected_tests(world, part) + _raising_tests(world, part)
+        if len(parts) == 1 or not expect.premises:
+            checks += _premise_tests(expect)
+        written.append(_write(directory / f"world-{index}.test.json", files, data, checks))
+    if len(parts) > 1 and expect.premises:
+        written.append(_write(directory / "world-premises.test.json", [], data, _premise_tests(expect)))
+    return written
+
+
+def _parts(rule_files: list[Path], expect: Expectations) -> list[tuple[list[Path], Expectations]]:
+    """Each group's files and the alerts it must raise; one group when an alert cannot be placed in exactly one."""
+    one = [(rule_files, expect)]
+    parts = groups.partition(rule_files)
+    if len(parts) < 2 or any(item.alertname is None for item in expect.fires):  # any name: any group may raise it
+        return one
+    alerts = [groups.alerts(files) for files in parts]
+    slos = [{path.name.removesuffix(".rules.yaml") for path in files} for files in parts]
+
+    def where(found: list[int]) -> int | None:
+        return found[0] if len(found) == 1 else 0 if not found else None  # nowhere: the first reports it
+
+    fires = [where([i for i, names in enumerate(alerts) if item.alertname in names]) for item in expect.fires]
+    expected = [where([i for i, names in enumerate(alerts) if item.alertname in names]) for item in expect.expected]
+    raising = [where([i for i, names in enumerate(slos) if slo in names]) for slo in expect.raising]
+    if None in fires + expected + raising:
+        return one
+    return [
+        (
+            files,
+            replace(
+                expect,
+                fires=tuple(item for item, at in zip(expect.fires, fires, strict=True) if at == index),
+                expected=tuple(item for item, at in zip(expect.expected, expected, strict=True) if at == index),
+                raising=tuple(slo for slo, at in zip(expect.raising, raising, strict=True) if at == index),
+            ),
+        )
+        for index, files in enumerate(parts)
+    ]
+
+
+def _write(path: Path, rule_files: list[Path], data: list[Series], checks: list[dict[str, object]]) -> Written:
     # Only the series a selector of a rule or a check matches (name and labels): the others cannot
     # change a verdict, and parsing and loading them was most of promtool's time.
     selection = untouched.selected_by(rule_files, [str(check["expr"]) for check in checks])
@@ -324,7 +374,7 @@ def write_test(
         "tests": [{"interval": "30s", "input_series": packed(inputs), "promql_expr_test": checks}],
     }
     path.write_text(json.dumps(document, indent=0), encoding="utf-8")
-    return len(inputs)
+    return Written(path, frozenset(selector for selector, _text in inputs))
 
 
 # Series lines per ``input_series`` entry (see ``packed``).

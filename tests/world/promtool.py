@@ -14,7 +14,7 @@ from pathlib import Path
 from compiler.pipeline import compile_specs
 from compiler.plan import plan
 from tests.promtool_runs import promtool_test
-from tests.world.dataset import Expectations, write_test
+from tests.world.dataset import Expectations, write_tests
 from tests.world.stack import STACKS
 from tests.world.timeline import Series
 from tests.world.topology import World
@@ -98,15 +98,20 @@ def run(
     expect: Expectations,
     data: list[Series] | None = None,
 ) -> Run:
-    """Write the data set (``data``, or the world's series on ``stack``) next to the rules and let promtool judge it
-    (``cpu`` is 0 when promtool judged the same data and rules before: tests/promtool_runs.py)."""
-    test = directory / "world.test.json"
-    series = write_test(test, rule_files, world, STACKS[stack], expect, data)
+    """Write the data set (``data``, or the world's series on ``stack``) next to the rules and let promtool judge it,
+    a test file for each group of rule files (tests/world/groups.py); ``cpu`` leaves out the groups promtool judged
+    with the same data and rules before (tests/promtool_runs.py)."""
+    written = write_tests(directory, rule_files, world, STACKS[stack], expect, data)
     started, before = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
-    result = promtool_test(test, timeout=900)  # a verdict kept from an earlier run of the same data and rules
+    failed = []
+    for test in written:
+        result = promtool_test(test.path, timeout=900)  # a verdict kept from an earlier run of the same data and rules
+        if result.returncode != 0:
+            failed.append(f"{test.path.name}:\n{result.stdout}{result.stderr}")
     seconds, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return Run(result.returncode == 0, _trim(result.stdout + result.stderr), seconds, series, cpu)
+    series = len(frozenset().union(*(test.series for test in written)))
+    return Run(not failed, _trim("\n".join(failed)), seconds, series, cpu)
 
 
 def _trim(output: str, limit: int = 6000) -> str:

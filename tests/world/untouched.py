@@ -113,7 +113,8 @@ def _full_match(value: str, text: str) -> bool:
     return True if pattern is None else pattern.fullmatch(text) is not None
 
 
-def _matches(matcher: promql.Matcher, labels: dict[str, str]) -> bool:
+def matches(matcher: promql.Matcher, labels: dict[str, str]) -> bool:
+    """Whether a series with these labels meets the matcher (a missing label reads as empty, as in Prometheus)."""
     value = labels.get(matcher.name, "")
     if matcher.op == "=":
         return value == matcher.value
@@ -137,7 +138,7 @@ class Selection:
             return False
         labels = dict(item.labels)
         labels["__name__"] = item.name
-        return any(all(_matches(matcher, labels) for matcher in matchers) for matchers in alternatives)
+        return any(all(matches(matcher, labels) for matcher in matchers) for matchers in alternatives)
 
 
 def selected_by(rule_files: Iterable[Path], expressions: Iterable[str]) -> Selection | None:
