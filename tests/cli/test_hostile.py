@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.promtool_runs import promtool_test
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = REPO_ROOT / "tests" / "fixtures" / "specs"
 MEMORY_LIMIT = 1536 * 1024 * 1024
@@ -140,12 +142,7 @@ def test_hostile_text_and_label_values_survive_every_output(tmp_path: Path) -> N
         ["promtool", "check", "rules", "--lint=all", "--lint-fatal", str(rules)], capture_output=True, text=True
     )
     assert check.returncode == 0, check.stderr
-    test = subprocess.run(
-        ["promtool", "test", "rules", "hostile.test.yaml"],
-        cwd=out / "prometheus" / "tests",
-        capture_output=True,
-        text=True,
-    )
+    test = promtool_test(out / "prometheus" / "tests" / "hostile.test.yaml")
     assert test.returncode == 0, test.stderr[-3000:]
     for path in out.rglob("*"):
         if path.suffix == ".json":

@@ -12,10 +12,10 @@ default stays an error, at the threshold. Each test runs the real CLI on a temp 
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from tests.conftest import PROJECT_YAML, RunCli
+from tests.promtool_runs import promtool_test
 from tests.unit.source.test_errors import edit, message_at, validate
 
 SLO = "specs/network/dns-errors.yaml"
@@ -87,14 +87,7 @@ def test_with_the_option_the_threshold_reads_the_next_kept_edge_with_a_note(
     assert 'le=~"45(\\\\.0)?"' in rules and 'le=~"30' not in rules
     runbook = (out / "runbooks" / "dns-errors.md").read_text(encoding="utf-8")
     assert f"- **Dropped edge:** {NOTE}" in runbook.splitlines()
-    proof = subprocess.run(
-        ["promtool", "test", "rules", "dns-errors.test.yaml"],
-        cwd=out / "prometheus" / "tests",
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    proof = promtool_test(out / "prometheus" / "tests" / "dns-errors.test.yaml", timeout=120)
     assert proof.returncode == 0, proof.stdout + proof.stderr
 
 

@@ -23,6 +23,7 @@ from compiler.pipeline import compile_specs
 from compiler.targets import alertmanager, render_all
 from tests import clockwork, servers
 from tests.conftest import OWNERS_YAML, VALID_SLO
+from tests.promtool_runs import promtool_test
 
 INTERVAL_S = 5
 PROJECT = """\
@@ -102,7 +103,7 @@ def test_heartbeat_routing_is_exact_in_amtool(tmp_path: Path) -> None:
 def test_promtool_accepts_every_heartbeat_rule_file_and_passes_its_test(tmp_path: Path) -> None:
     out = generate(tmp_path)
     heartbeat_dir = out / "prometheus" / "heartbeat"
-    result = run("promtool", "test", "rules", "slo-compiler-heartbeat.test.yaml", cwd=heartbeat_dir)
+    result = promtool_test(heartbeat_dir / "slo-compiler-heartbeat.test.yaml")
     assert result.returncode == 0 and "SUCCESS" in result.stdout, result.stdout + result.stderr
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.parent.name == "heartbeat" and "test" not in p.name)
     assert len(files) == 5, files

@@ -11,6 +11,7 @@ import pytest
 
 from tests import servers
 from tests.conftest import PROJECT_YAML, RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
+from tests.promtool_runs import promtool_test
 
 SPEC = f"specs/{SLO_RELATIVE.as_posix()}"
 
@@ -40,13 +41,7 @@ def test_prometheus_2_function_names(run_cli: RunCli, tmp_path: Path) -> None:
         check=False,
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    tested = subprocess.run(
-        ["promtool", "test", "rules", "dns-errors.test.yaml"],
-        cwd=tmp_path / "out" / "prometheus" / "tests",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    tested = promtool_test(tmp_path / "out" / "prometheus" / "tests" / "dns-errors.test.yaml")
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
@@ -94,13 +89,7 @@ def test_thresholds_are_the_shortest_decimal(run_cli: RunCli, tmp_path: Path) ->
         if path.is_file() and path.suffix in (".yaml", ".md", ".html", ".json"):
             text = path.read_text(encoding="utf-8")
             assert "99999999" not in text and "0.000143999" not in text, path
-    tested = subprocess.run(
-        ["promtool", "test", "rules", "dns-errors.test.yaml"],
-        cwd=tmp_path / "out" / "prometheus" / "tests",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    tested = promtool_test(tmp_path / "out" / "prometheus" / "tests" / "dns-errors.test.yaml")
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 

@@ -8,12 +8,12 @@ and, where the spec compiles, runs the generated tests in the real promtool: a s
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests import promtool_runs
 from tests.conftest import SLO_RELATIVE, RunCli, make_spec_tree
 
 SLO = "specs/network/dns-errors.yaml"
@@ -48,10 +48,9 @@ def promtool_test(tmp_path: Path, picked: str | None = None) -> None:
             document["tests"] = [group for group in document["tests"] if picked in group["name"]]
             assert document["tests"], picked
             path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    result = subprocess.run(
-        ["promtool", "test", "rules", *map(str, tests)], capture_output=True, text=True, check=False, timeout=300
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    for test in tests:
+        result = promtool_runs.promtool_test(test, timeout=300)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
 def input_values(tmp_path: Path, label: str) -> set[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import yaml
 
 from compiler.targets.prometheus.proof.humanize import humanize, humanize1024, humanize_duration, humanize_percentage
+from tests.promtool_runs import promtool_test
 
 VALUES = [
     0.0,
@@ -64,9 +64,7 @@ def test_ports_format_exactly_as_prometheus(tmp_path: Path) -> None:
         "tests": [{"interval": "1m", "input_series": [], "alert_rule_test": tests}],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(document), "utf-8")
-    result = subprocess.run(
-        ["promtool", "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    result = promtool_test(tmp_path / "test.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
 
 

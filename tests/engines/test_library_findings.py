@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from compiler.model import SLO, Model
+from tests import promtool_runs
 from tests.support import LIBRARY_SPECS, REPO_ROOT, compile_tree
 
 RULES = REPO_ROOT / "generated" / "prometheus" / "rules"
@@ -69,9 +70,7 @@ def promtool_test(tmp_path: Path, rule_file: str, tests: list[dict[str, Any]]) -
     document = {"rule_files": [str(RULES / rule_file)], "evaluation_interval": "1m", "tests": tests}
     path = tmp_path / "finding.test.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    return subprocess.run(
-        ["promtool", "test", "rules", str(path)], capture_output=True, text=True, timeout=120, check=False
-    )
+    return promtool_runs.promtool_test(path, timeout=120)
 
 
 def firing(alertname: str, at: str, count: int, **labels: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from tests.promtool_runs import promtool_test
 from tests.support import REPO_ROOT
 
 GENERATED = REPO_ROOT / "generated" / "prometheus"
@@ -29,9 +30,7 @@ def _run(tmp_path: Path, spec: str, cases: dict[str, dict[str, Any]]) -> subproc
     rule_file = GENERATED / "rules" / f"{spec}.rules.yaml"
     document = {"rule_files": [str(rule_file)], "evaluation_interval": "1m", "tests": tests}
     test_file.write_text(yaml.safe_dump(document), encoding="utf-8")
-    return subprocess.run(
-        ["promtool", "test", "rules", test_file.name], cwd=tmp_path, capture_output=True, text=True, check=False
-    )
+    return promtool_test(test_file)
 
 
 def _containers(image: str, pods: int, waiting: str, namespace: str = "team-a") -> list[dict[str, str]]:

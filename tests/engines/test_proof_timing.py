@@ -8,12 +8,12 @@ the generated test. Windows are now all sums of blocks, simulated the same way.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from compiler.model.windows import DAY, MINUTE, Block, WindowSource, blocks
 from compiler.targets import render_all
 from tests.conftest import SLO_RELATIVE, VALID_SLO, make_spec_tree
+from tests.promtool_runs import promtool_test
 from tests.support import compile_tree
 
 PAIRS = """\
@@ -36,14 +36,7 @@ def test_a_day_long_short_window_off_the_hour_is_timed_as_the_blocks_it_reads(tm
             (out / name).write_bytes(content)
     test_file = out / "prometheus" / "tests" / "dns-errors.test.yaml"
     assert 'short_window="1d5m"' in test_file.read_text(encoding="utf-8")  # the pair is under test
-    result = subprocess.run(
-        ["promtool", "test", "rules", test_file.name],
-        cwd=test_file.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = promtool_test(test_file, timeout=300)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
 
 
@@ -101,12 +94,5 @@ def test_assumption_ticket_case_of_a_rate_gauge_waits_for_the_rate_window(tmp_pa
             (out / name).write_bytes(content)
     test_file = out / "prometheus" / "tests" / "dns-errors.test.yaml"
     assert "the assumption has no series in slice a" in test_file.read_text(encoding="utf-8")
-    result = subprocess.run(
-        ["promtool", "test", "rules", test_file.name],
-        cwd=test_file.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = promtool_test(test_file, timeout=300)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

@@ -7,13 +7,13 @@ regenerated.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from compiler.text.numbers import go_float
+from tests import promtool_runs
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RULES = REPO_ROOT / "tests" / "golden" / "prometheus" / "rules"
@@ -30,7 +30,7 @@ def promtool_test(tmp_path: Path, specs: list[str], tests: list[dict[str, Any]])
     }
     path = tmp_path / "test.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
-    result = subprocess.run(["promtool", "test", "rules", str(path)], capture_output=True, text=True, check=False)
+    result = promtool_runs.promtool_test(path)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

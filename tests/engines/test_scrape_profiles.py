@@ -16,6 +16,7 @@ from pathlib import Path
 from compiler.model.stacks import BUILT_IN_STACKS
 from compiler.promql import Matcher
 from tests.conftest import PROJECT_YAML, RunCli
+from tests.promtool_runs import promtool_test
 from tests.unit.source.test_errors import edit, message_at, validate
 
 SLO = "specs/network/dns-errors.yaml"
@@ -90,14 +91,7 @@ def rules_text(out: Path) -> str:
 
 def run_promtool(out: Path) -> subprocess.CompletedProcess[str]:
     tests = out / "prometheus" / "tests"
-    return subprocess.run(
-        ["promtool", "test", "rules", "dns-errors.test.yaml"],
-        cwd=tests,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return promtool_test(tests / "dns-errors.test.yaml", timeout=120)
 
 
 def test_built_in_profiles_give_the_documented_job_selectors() -> None:

@@ -7,10 +7,10 @@ minutes), not by the minutes' average: the Sloth examples' home-wifi SLOs failed
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from tests.conftest import RATIO_SLI_AND_OBJECTIVE, SLO_RELATIVE, RunCli, make_spec_tree
+from tests.promtool_runs import promtool_test
 
 STATE_SLI = """\
 sli:
@@ -31,7 +31,5 @@ def test_state_sli_without_for_passes_its_generated_tests(tmp_path: Path, run_cl
     code, _, err = run_cli(["generate", "--specs", "specs", "--out", "out"], tmp_path)
     assert code == 0, err
     tests = tmp_path / "out" / "prometheus" / "tests"
-    run = subprocess.run(
-        ["promtool", "test", "rules", "dns-errors.test.yaml"], cwd=tests, capture_output=True, text=True, check=False
-    )
+    run = promtool_test(tests / "dns-errors.test.yaml")
     assert run.returncode == 0, run.stdout[-3000:]
