@@ -5,10 +5,11 @@ families and project-wide labels, rate windows against the evaluation interval).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from compiler import promql
+from compiler import forked, promql
 from compiler.diagnostics import Diagnostics, Position
 from compiler.model import (
     SLO,
@@ -33,6 +34,10 @@ from compiler.source.registry import (
 from compiler.source.schema import Checked, check_document, suggest
 from compiler.source.spec import build_slo
 from compiler.source.vanished import MAX_SAMPLES_PER_EVALUATION
+
+SHARED_MIN_SPECS = 200  # a tree of fewer specs is checked in one process: the fork costs about what it saves
+SHARED_BLOCK = 25  # specs per item: the two processes finish within a block of each other
+SHARED_GRACE_S = 60.0  # how long the child may still take once this process has checked its share
 
 
 def _check_rate_windows(documents: list[Document], project: Project, diagnostics: Diagnostics) -> None:
@@ -86,16 +91,7 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
     Every document is checked as far as its schema-valid parts allow, so one run reports
     schema, owner, bucket, aggregation and cross-spec problems together.
     """
-    specs = [checked for checked in (check_document(d, diagnostics) for d in documents) if checked is not None]
-    specs = [checked for checked in specs if checked.kind == "SLO"]
-
-    project = build_project(documents, diagnostics)
-    teams = build_teams(documents, project, diagnostics)
-    check_templated_fields(documents, diagnostics)
-    check_receiver_names(documents, teams, diagnostics)
-    check_foreign_alerts(documents, teams, diagnostics)
-
-    slos, built, drafts = _build_specs(specs, teams, diagnostics, project.scrape_profile)
+    specs, project, teams, slos, built, drafts = _clean_tree_in_two(documents) or _specs_here(documents, diagnostics)
     known = {c.readable.data["name"] for c in specs if "name" in c.readable.data and "name" not in c.broken}
     _check_links(built, slos, known, project, diagnostics)
     _check_explains_scope(built, slos, diagnostics)
@@ -123,6 +119,83 @@ def check_model(documents: list[Document], diagnostics: Diagnostics) -> Model:
         teams=tuple(sorted(teams.values(), key=lambda t: t.name)),
         slos=tuple(slos[name] for name in sorted(slos)),
     )
+
+
+Built = tuple[list[Checked], Project, dict[str, Team], dict[str, SLO], list[Document], list[tuple[Document, SLO]]]
+
+
+def _specs_here(documents: list[Document], diagnostics: Diagnostics) -> Built:
+    """Every document checked and every spec built in this process, each problem reported: (the SLO
+    documents' checks, the project, the teams, the specs that built by name, their documents, the drafts)."""
+    specs = [checked for checked in (check_document(d, diagnostics) for d in documents) if checked is not None]
+    specs = [checked for checked in specs if checked.kind == "SLO"]
+
+    project = build_project(documents, diagnostics)
+    teams = build_teams(documents, project, diagnostics)
+    check_templated_fields(documents, diagnostics)
+    check_receiver_names(documents, teams, diagnostics)
+    check_foreign_alerts(documents, teams, diagnostics)
+
+    slos, built, drafts = _build_specs(specs, teams, diagnostics, project.scrape_profile)
+    return specs, project, teams, slos, built, drafts
+
+
+def _clean_tree_in_two(documents: list[Document]) -> Built | None:
+    """What ``_specs_here`` answers for a large tree without a problem, its specs checked and built in two
+    processes (``compiler.forked``, blocks of ``SHARED_BLOCK`` specs: the same specs, in the same order).
+
+    None when the tree has fewer than ``SHARED_MIN_SPECS`` specs, a fork is not safe here, or anything
+    finds a problem (a schema error, a spec that does not build, a name used twice): ``_specs_here`` then
+    does it all again in this process, so problems are reported exactly as they always are. Only a
+    clean tree is worth sharing: its schema checks and models are most of its compile before rendering
+    (1,000 specs: 1.1 s of 1.4 s), and a tree with problems is not rendered.
+    """
+    is_spec = [isinstance(d.data, dict) and d.data.get("kind") == "SLO" for d in documents]
+    spec_documents = [document for document, spec in zip(documents, is_spec, strict=True) if spec]
+    if len(spec_documents) < SHARED_MIN_SPECS or not forked.available():
+        return None
+    found = Diagnostics()
+    for document, spec in zip(documents, is_spec, strict=True):
+        if not spec:
+            check_document(document, found)
+    project = build_project(documents, found)
+    teams = build_teams(documents, project, found)
+    check_templated_fields(documents, found)
+    check_receiver_names(documents, teams, found)
+    check_foreign_alerts(documents, teams, found)
+    if found:
+        return None
+    blocks = [spec_documents[start : start + SHARED_BLOCK] for start in range(0, len(spec_documents), SHARED_BLOCK)]
+    items = [_checked_and_built(block, teams, project.scrape_profile) for block in blocks]
+    built = forked.run_shared(items, range(len(items)), SHARED_GRACE_S)
+    if any(block is None for block in built):
+        return None
+    slos = {slo.name: slo for block in built for slo in block or ()}
+    if len(slos) != len(spec_documents):
+        return None  # a name used twice: reported by the specs' own check
+    specs = [Checked("SLO", document, frozenset(), True) for document in spec_documents]
+    return specs, project, teams, slos, spec_documents, []
+
+
+def _checked_and_built(
+    documents: list[Document], teams: dict[str, Team], profile: ScrapeProfile | None
+) -> Callable[[], list[SLO] | None]:
+    """The models of a block of spec documents, or None at the first problem any of them has."""
+
+    def block() -> list[SLO] | None:
+        found = Diagnostics()
+        slos: list[SLO] = []
+        for document in documents:
+            checked = check_document(document, found)
+            if found or checked is None or not checked.valid:
+                return None
+            slo, _ = _build_spec(document, teams, found, frozenset(), profile)
+            if found or slo is None or slo.name != document.data.get("name"):
+                return None
+            slos.append(slo)
+        return slos
+
+    return block
 
 
 def _build_specs(
