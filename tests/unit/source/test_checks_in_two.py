@@ -4,14 +4,17 @@ the same model as in one process, and every problem reported exactly as one proc
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from compiler import forked
+from compiler.model import SLO
 from compiler.pipeline import compile_specs
 from compiler.source import project
+from compiler.source.load import Document
 
 OWNERS = """\
 apiVersion: slo-compiler/v1
@@ -94,10 +97,45 @@ def test_a_large_clean_tree_gives_the_same_model_in_two_processes(
     alone, problems = _in_one_process(tree, monkeypatch)
     assert alone is not None and problems == ""
     assert not forks
+    log, marker = tmp_path / "taken", tmp_path / "marker"
+    monkeypatch.setattr(project, "_checked_and_built", _logged(project._checked_and_built, log, marker))
     shared, diagnostics = compile_specs(tree)
     assert len(forks) == 1, "the tree was not shared with a child"
     assert shared == alone  # every spec, in the same order, field for field
     assert not diagnostics
+    taken = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    assert sorted(first for first, _ in taken) == sorted(_names()[:: project.SHARED_BLOCK]), "a block twice or never"
+    assert {pid for _, pid in taken} - {str(os.getpid())}, "the child checked no block"
+
+
+Block = Callable[[], "list[SLO] | None"]
+
+
+def _logged(real: Callable[..., Block], log: Path, marker: Path) -> Callable[..., Block]:
+    """Blocks that log their first spec and their process once done; this process waits, on its first block,
+    until the child has taken one (it writes ``marker``), so the child checks a block whatever the scheduler does.
+    A block the child sends back is logged once: one computed again here would be logged twice."""
+    parent = os.getpid()
+
+    def checked_and_built(documents: list[Document], *args: object) -> Block:
+        inner = real(documents, *args)
+
+        def block() -> list[SLO] | None:
+            if os.getpid() != parent:
+                marker.write_text("taken", encoding="utf-8")
+            else:
+                waited = threading.Event()
+                for _ in range(2000):
+                    if marker.exists() or waited.wait(0.01):
+                        break
+            built = inner()
+            with log.open("a", encoding="utf-8") as out:
+                out.write(f"{documents[0].data['name']} {os.getpid()}\n")
+            return built
+
+        return block
+
+    return checked_and_built
 
 
 @pytest.mark.parametrize(
