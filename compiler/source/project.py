@@ -37,6 +37,7 @@ from compiler.source.vanished import MAX_SAMPLES_PER_EVALUATION
 
 SHARED_MIN_SPECS = 200  # a tree of fewer specs is checked in one process: the fork costs about what it saves
 SHARED_BLOCK = 25  # specs per item: the two processes finish within a block of each other
+SHARED_MAX_BLOCKS = 100  # a larger tree has larger blocks (the queue holds at most forked.MAX_ITEMS items)
 SHARED_GRACE_S = 60.0  # how long the child may still take once this process has checked its share
 
 
@@ -142,7 +143,8 @@ def _specs_here(documents: list[Document], diagnostics: Diagnostics) -> Built:
 
 def _clean_tree_in_two(documents: list[Document]) -> Built | None:
     """What ``_specs_here`` answers for a large tree without a problem, its specs checked and built in two
-    processes (``compiler.forked``, blocks of ``SHARED_BLOCK`` specs: the same specs, in the same order).
+    processes (``compiler.forked``, blocks of ``SHARED_BLOCK`` specs or more, at most ``SHARED_MAX_BLOCKS``
+    of them: the same specs, in the same order).
 
     None when the tree has fewer than ``SHARED_MIN_SPECS`` specs, a fork is not safe here, or anything
     finds a problem (a schema error, a spec that does not build, a name used twice): ``_specs_here`` then
@@ -165,7 +167,8 @@ def _clean_tree_in_two(documents: list[Document]) -> Built | None:
     check_foreign_alerts(documents, teams, found)
     if found:
         return None
-    blocks = [spec_documents[start : start + SHARED_BLOCK] for start in range(0, len(spec_documents), SHARED_BLOCK)]
+    size = max(SHARED_BLOCK, -(-len(spec_documents) // SHARED_MAX_BLOCKS))
+    blocks = [spec_documents[start : start + size] for start in range(0, len(spec_documents), size)]
     items = [_checked_and_built(block, teams, project.scrape_profile) for block in blocks]
     built = forked.run_shared(items, range(len(items)), SHARED_GRACE_S)
     if any(block is None for block in built):

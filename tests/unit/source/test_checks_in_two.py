@@ -108,6 +108,24 @@ def test_a_large_clean_tree_gives_the_same_model_in_two_processes(
     assert {pid for _, pid in taken} - {str(os.getpid())}, "the child checked no block"
 
 
+def test_a_tree_of_any_size_fits_the_queue_in_blocks_that_cover_every_spec_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forks: list[int]
+) -> None:
+    """The queue holds at most ``forked.MAX_ITEMS`` items: a larger tree has larger blocks, not more of them
+    (here 5 blocks at most for 24 specs, as 100 at most hold a tree of any size in blocks of 25 or more)."""
+    assert project.SHARED_MAX_BLOCKS <= forked.MAX_ITEMS
+    tree = _tree(tmp_path / "specs", _names())
+    alone, _ = _in_one_process(tree, monkeypatch)
+    monkeypatch.setattr(project, "SHARED_BLOCK", 1)
+    monkeypatch.setattr(project, "SHARED_MAX_BLOCKS", 5)
+    log, marker = tmp_path / "taken", tmp_path / "marker"
+    monkeypatch.setattr(project, "_checked_and_built", _logged(project._checked_and_built, log, marker))
+    shared, diagnostics = compile_specs(tree)
+    assert shared == alone and not diagnostics and len(forks) == 1
+    firsts = sorted(line.split()[0] for line in log.read_text(encoding="utf-8").splitlines())
+    assert firsts == _names()[::5], "5 specs a block: 24 specs in 5 blocks, each once"
+
+
 Block = Callable[[], "list[SLO] | None"]
 
 
