@@ -30,7 +30,7 @@ import re
 # -- Markdown-safe text -----------------------------------------------------------------
 
 _BACKTICK_RUN = re.compile(r"`+")
-_CHAR_ESCAPES = {"\\": "\\\\", "<": "\\<", "|": "\\|", "`": "\\`"}
+_CHAR_ESCAPES = str.maketrans({"\\": "\\\\", "<": "\\<", "|": "\\|", "`": "\\`"})
 _ENTITY = re.compile(r"&(?=#[0-9]{1,7};|#[xX][0-9a-fA-F]{1,6};|[A-Za-z][A-Za-z0-9]{0,31};)")
 # What may open a block at the start of a line (CommonMark + GFM), once `<`, pipes and stray
 # backticks are already escaped. `-`, `+`, `=`, `#`, `>` are always escaped (no
@@ -263,7 +263,7 @@ def command_spans(text: str) -> list[tuple[str, bool]]:
 
 
 def _escape_chars(text: str) -> str:
-    escaped = "".join(_CHAR_ESCAPES.get(char, char) for char in text)
+    escaped = text.translate(_CHAR_ESCAPES)
     return _ENTITY.sub("\\\\&", escaped).replace("![", "\\![")
 
 
