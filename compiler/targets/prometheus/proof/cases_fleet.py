@@ -26,7 +26,7 @@ from compiler.targets.prometheus.proof import gotemplate
 from compiler.targets.prometheus.proof.asserts import alerts_sample, expect, nothing_until
 from compiler.targets.prometheus.proof.context import ALL_BAD, NONE_BAD, SpecContext, readable
 from compiler.targets.prometheus.proof.group import Group, duration_text, selector
-from compiler.targets.prometheus.proof.inputs import InputError, Inputs
+from compiler.targets.prometheus.proof.inputs import SLICE_NAMES, InputError, Inputs
 from compiler.targets.prometheus.proof.timeline import Timeline
 from compiler.targets.prometheus.proof.timing import steady_minute
 
@@ -46,11 +46,12 @@ class _Case:
 
 
 class _UnitInputs(Inputs):
-    """The raw series of one unit: a twin spec sliced by the slice and unit labels, one unit per slice."""
+    """The raw series of one unit: a twin spec sliced by the slice and unit labels, one unit per slice.
+    A case writes only slice ``a`` of each unit, so no calm slice ``b`` is built."""
 
     def __init__(self, slo: SLO, scenario_slice: Mapping[str, str], index: int) -> None:
         self.index = index  # set first: the base class synthesises labels while it builds
-        super().__init__(slo, scenario_slice)
+        super().__init__(slo, scenario_slice, SLICE_NAMES[:1])
 
     def _unit_value(self, label: str, slice_name: str, unit: int) -> str:
         """A label a join matches on differs between units as well: when the unit label comes from the
