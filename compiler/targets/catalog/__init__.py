@@ -27,6 +27,7 @@ from compiler.plan.quality import Quality, figure_text, quality
 from compiler.targets.catalog.chart import burn_chart
 from compiler.text import human
 from compiler.text.jsonout import for_script
+from compiler.text.templates import PrecompiledLoader
 
 ROOT = "catalog"
 STYLE = "style.css"
@@ -36,7 +37,7 @@ STYLE = "style.css"
 def _env() -> jinja2.Environment:
     """One environment per process: jinja2 keeps its compiled templates, which cost more than a render."""
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("compiler", "templates"),
+        loader=PrecompiledLoader(),
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         keep_trailing_newline=True,

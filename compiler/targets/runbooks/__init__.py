@@ -32,6 +32,7 @@ from compiler.targets.runbooks.queries import bounds, format_value, investigatio
 from compiler.text import human
 from compiler.text.markdown import cell, code, fence, inline, md, url
 from compiler.text.numbers import clean_number
+from compiler.text.templates import PrecompiledLoader
 
 INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 
@@ -42,7 +43,7 @@ INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 @functools.cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("compiler", "templates"),  # package data: works from an installed wheel
+        loader=PrecompiledLoader(),  # package data, compiled ahead of time: works from an installed wheel
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
