@@ -17,6 +17,7 @@ refuses raises :class:`compiler.promql.regex.RegexError` (a ``ValueError``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from compiler.promql import Matcher, is_valid_metric_name, regex
@@ -168,6 +169,15 @@ def series_labels(matchers: Sequence[Matcher], fixed: Mapping[str, str], index: 
     with empty values are omitted because Prometheus does not store them.
     Keys are sorted so generated test files are stable.
     """
+    found = _series_labels(tuple(matchers), tuple(fixed.items()), index)
+    return None if found is None else dict(found)
+
+
+@functools.lru_cache(maxsize=16_384)  # a fleet's units and a spec's cases ask the same series again
+def _series_labels(
+    matchers: tuple[Matcher, ...], fixed_items: tuple[tuple[str, str], ...], index: int
+) -> tuple[tuple[str, str], ...] | None:
+    fixed = dict(fixed_items)
     labels: dict[str, str] = {}
     for name, value in fixed.items():
         if not satisfies(value, [m for m in matchers if m.name == name]):
@@ -181,7 +191,7 @@ def series_labels(matchers: Sequence[Matcher], fixed: Mapping[str, str], index: 
             return None
         labels[name] = picked
     result = {name: labels[name] for name in sorted(labels) if labels[name] != ""}
-    return result if matches(result, matchers) else None
+    return tuple(result.items()) if matches(result, matchers) else None
 
 
 def unsatisfiable(matcher: Matcher) -> str | None:

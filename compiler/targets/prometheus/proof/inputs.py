@@ -90,6 +90,12 @@ def _on_label(label: str, matchers: Sequence[Matcher]) -> list[Matcher]:
 
 
 def _series_text(labels: Mapping[str, str]) -> str:
+    return _series_text_of(tuple(labels.items()))
+
+
+@functools.lru_cache(maxsize=16_384)  # a spec's cases write the same series again
+def _series_text_of(items: tuple[tuple[str, str], ...]) -> str:
+    labels = dict(items)
     name = labels.get("__name__")
     rest = [Matcher(key, "=", value) for key, value in sorted(labels.items()) if key != "__name__"]
     return promql.render_selector(name, rest)
