@@ -15,8 +15,9 @@ so ``[[:alpha:]]``, ``\\pL`` and ``(?i)[a-c]`` need no table of their own here.
 from __future__ import annotations
 
 import functools
+import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import re2
@@ -177,15 +178,25 @@ def _product(parts: Sequence[Sequence[str]]) -> list[str]:
         if len(options) == 1:  # the common case, a literal: no ranking to redo
             acc = [(text + options[0], rank) for text, rank in acc if len(text) + len(options[0]) <= MAX_VALUE_CHARS]
             continue
-        combined = [
-            (text + option, rank + i)
-            for text, rank in acc
-            for i, option in enumerate(options[:per_part])
-            if len(text) + len(option) <= MAX_VALUE_CHARS
-        ]
-        combined.sort(key=lambda item: item[1])
-        acc = list(dict.fromkeys(combined))[:_MAX_CANDIDATES]
+        # The lowest ranks first, ties in the order the pairs are formed (acc's order, then the option's):
+        # ``acc`` is in rank order, so each of its strings gives a run of ranks that only grows, and
+        # merging the runs finds the first _MAX_CANDIDATES without forming all len(acc) x per_part pairs.
+        runs = [_extended(text, rank, index, options[:per_part]) for index, (text, rank) in enumerate(acc)]
+        kept: dict[tuple[str, int], None] = {}
+        for rank, _, _, text in heapq.merge(*runs):
+            kept[(text, rank)] = None
+            if len(kept) == _MAX_CANDIDATES:
+                break
+        acc = list(kept)
     return [text for text, _ in acc]
+
+
+def _extended(text: str, rank: int, index: int, options: Sequence[str]) -> Iterator[tuple[int, int, int, str]]:
+    """``text`` followed by each option that fits, as (rank, index in acc, option's index, string)."""
+    room = MAX_VALUE_CHARS - len(text)
+    for position, option in enumerate(options):
+        if len(option) <= room:
+            yield rank + position, index, position, text + option
 
 
 def _interleave(groups: Sequence[Sequence[str]]) -> list[str]:
