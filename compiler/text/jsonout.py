@@ -16,6 +16,7 @@ from typing import Any
 
 _STRING: Callable[[str], str] = json.encoder.encode_basestring  # C, as json.dumps(ensure_ascii=False) uses
 _FLOAT_WORDS = {float("inf"): "Infinity", float("-inf"): "-Infinity"}
+_STR_ONLY = {str}
 
 Default = Callable[[Any], Any]
 
@@ -46,6 +47,8 @@ def _value(data: Any, newline: str, out: list[str], default: Default) -> None:
         out.append("true")
     elif data is False:
         out.append("false")
+    elif kind is float:
+        out.append(_float(data))
     elif isinstance(data, str):
         out.append(_STRING(data))
     elif isinstance(data, int):
@@ -82,16 +85,22 @@ def _object(data: dict[Any, Any], newline: str, out: list[str], default: Default
         out.append("{}")
         return
     inner = newline + "  "
-    out.append("{")
-    separator = inner
-    for key, value in sorted({_key(key): value for key, value in data.items()}.items()):
-        out.append(separator)
-        out.append(_STRING(key))
-        out.append(": ")
-        _value(value, inner, out, default)
+    if set(map(type, data)) == _STR_ONLY:  # the usual object: its keys sort as they are
+        items = sorted(data.items())
+    else:
+        items = sorted({_key(key): value for key, value in data.items()}.items())
+    separator = "{" + inner
+    for key, value in items:
+        kind = type(value)
+        if kind is str:  # the usual values written here, the rest by ``_value``
+            out.append(f"{separator}{_STRING(key)}: {_STRING(value)}")
+        elif kind is int:
+            out.append(f"{separator}{_STRING(key)}: {int.__repr__(value)}")
+        else:
+            out.append(f"{separator}{_STRING(key)}: ")
+            _value(value, inner, out, default)
         separator = "," + inner
-    out.append(newline)
-    out.append("}")
+    out.append(newline + "}")
 
 
 def _array(data: list[Any] | tuple[Any, ...], newline: str, out: list[str], default: Default) -> None:
@@ -99,14 +108,15 @@ def _array(data: list[Any] | tuple[Any, ...], newline: str, out: list[str], defa
         out.append("[]")
         return
     inner = newline + "  "
-    out.append("[")
-    separator = inner
+    separator = "[" + inner
     for item in data:
-        out.append(separator)
-        _value(item, inner, out, default)
+        if type(item) is str:
+            out.append(separator + _STRING(item))
+        else:
+            out.append(separator)
+            _value(item, inner, out, default)
         separator = "," + inner
-    out.append(newline)
-    out.append("]")
+    out.append(newline + "]")
 
 
 # Inside an HTML <script> element the text ends at the first "</script" whatever JSON means

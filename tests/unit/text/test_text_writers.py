@@ -124,6 +124,13 @@ def test_json_writer_equals_the_json_module(document: Any) -> None:
     assert jsonout.dumps(document) == expected
 
 
+def test_json_writer_writes_keys_that_are_not_strings_as_json_does() -> None:
+    """Numbers, booleans and null as keys become their JSON text, then sort among the strings."""
+    document = {"b": 1, 2: "x", None: 3.5, True: [1, "a"], 1.5: {}, "10": {"z": 1, 9: 2}}
+    expected = json.dumps(json.loads(json.dumps(document)), sort_keys=True, indent=2, ensure_ascii=False)
+    assert jsonout.dumps(document) == expected
+
+
 class _Builder:
     """Stands for a Grafana SDK builder: JSON cannot write it, its ``to_json`` can."""
 
