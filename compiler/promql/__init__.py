@@ -429,6 +429,22 @@ def parse_selector(text: str) -> tuple[str | None, tuple[Matcher, ...]]:
     return _selector_parts(node)
 
 
+def render_series(name: str | None, labels: Sequence[tuple[str, str]]) -> str:
+    """``render_selector`` with one ``=`` matcher per label, in the given order, without building the
+    matchers: the generated tests write tens of thousands of input series this way."""
+    for label, _ in labels:
+        if not is_valid_label_name(label):
+            raise ValueError(f"invalid label name {label!r}")
+    if name is not None and not is_valid_metric_name(name):
+        raise ValueError(f"invalid metric name {name!r}")
+    if name is None and not labels:
+        raise ValueError("a selector needs a metric name or at least one matcher")
+    body = ",".join(f"{label}={quote(value)}" for label, value in labels)
+    if name is None:
+        return "{" + body + "}"
+    return name if not labels else f"{name}{{{body}}}"
+
+
 def render_selector(name: str | None, matchers: Sequence[Matcher]) -> str:
     """Render ``name{m1,m2}`` deterministically, in the given matcher order.
 

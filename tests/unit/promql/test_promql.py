@@ -21,6 +21,7 @@ from compiler.promql import (
     quote,
     render_expr,
     render_selector,
+    render_series,
 )
 
 # --------------------------------------------------------------------------
@@ -157,6 +158,28 @@ def test_render_selector() -> None:
         render_selector(None, [])
     with pytest.raises(ValueError):
         render_selector("bad-name", [m1])
+
+
+@pytest.mark.parametrize(
+    ("name", "labels"),
+    [
+        ("up", [("job", "a"), ("instance", 'x"y\\z\n')]),
+        (None, [("le", "+Inf")]),
+        ("up", []),
+        ("kube_node_info", [("node", "ä 😀\x07\x85")]),
+    ],
+)
+def test_a_series_renders_as_its_selector_of_equality_matchers(name: str | None, labels: list[tuple[str, str]]) -> None:
+    assert render_series(name, labels) == render_selector(name, [Matcher(k, "=", v) for k, v in labels])
+
+
+def test_a_series_refuses_what_its_selector_refuses() -> None:
+    for name, labels in ((None, []), ("bad-name", [("a", "1")]), ("up", [("9x", "1")]), ("up", [("a-b", "1")])):
+        with pytest.raises(ValueError) as refused:
+            render_series(name, labels)
+        with pytest.raises(ValueError) as expected:
+            render_selector(name, [Matcher(k, "=", v) for k, v in labels])
+        assert str(refused.value) == str(expected.value)
 
 
 def test_name_validation() -> None:

@@ -81,6 +81,7 @@ class _Template:
         return _series_text(self.labels)
 
 
+@functools.lru_cache(maxsize=4096)
 def _name_matcher(name: str | None) -> tuple[Matcher, ...]:
     return (Matcher("__name__", "=", name),) if name else ()
 
@@ -96,9 +97,8 @@ def _series_text(labels: Mapping[str, str]) -> str:
 @functools.lru_cache(maxsize=16_384)  # a spec's cases write the same series again
 def _series_text_of(items: tuple[tuple[str, str], ...]) -> str:
     labels = dict(items)
-    name = labels.get("__name__")
-    rest = [Matcher(key, "=", value) for key, value in sorted(labels.items()) if key != "__name__"]
-    return promql.render_selector(name, rest)
+    name = labels.pop("__name__", None)
+    return promql.render_series(name, sorted(labels.items()))
 
 
 def _fmt(value: float) -> float:
