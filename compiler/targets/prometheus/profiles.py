@@ -36,7 +36,7 @@ def _source(slo: SLO) -> str:
     return f"{slo.source} (spec {slo.name}, sha256 {slo.spec_hash})"
 
 
-def operator(model: Model, spec: SpecPlan) -> str:
+def operator(model: Model, spec: SpecPlan, group: dict[str, Any]) -> str:
     slo = spec.slo
     profiles = model.project.rule_profiles
     labels = {
@@ -49,13 +49,12 @@ def operator(model: Model, spec: SpecPlan) -> str:
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
         "metadata": {"name": f"slo-{slo.name}", "namespace": profiles.operator_namespace, "labels": labels},
-        "spec": {"groups": [rule_group(model, spec)]},
+        "spec": {"groups": [group]},
     }
     return _header("prometheus-operator PrometheusRule", _source(slo)) + dump(document)
 
 
-def thanos(model: Model, spec: SpecPlan) -> str:
-    group = rule_group(model, spec)
+def thanos(model: Model, spec: SpecPlan, group: dict[str, Any]) -> str:
     strategy = model.project.rule_profiles.thanos_partial_response
     if strategy:
         group = {
@@ -84,8 +83,8 @@ def _raw_reads(slo: SLO, rules: list[dict[str, Any]]) -> None:
             rule["expr"] = raw[rule["record"]]
 
 
-def vmalert(model: Model, spec: SpecPlan) -> str:
-    group = copy.deepcopy(rule_group(model, spec))
+def vmalert(spec: SpecPlan, group: dict[str, Any]) -> str:
+    group = copy.deepcopy(group)
     _raw_reads(spec.slo, group["rules"])
     dropped = False
     for rule in group["rules"]:
@@ -95,7 +94,7 @@ def vmalert(model: Model, spec: SpecPlan) -> str:
     return header + (note if dropped else "") + dump({"groups": [group]})
 
 
-def mimir(alert_plan: Plan) -> dict[str, str]:
+def mimir(alert_plan: Plan, groups: dict[str, dict[str, Any]]) -> dict[str, str]:
     model = alert_plan.model
     tenant = model.project.rule_profiles.mimir_tenant
     by_team: dict[str, list[SpecPlan]] = defaultdict(list)
@@ -109,7 +108,7 @@ def mimir(alert_plan: Plan) -> dict[str, str]:
             + f"# Load with: mimirtool rules load --id={tenant} <this file>\n"
         )
         files[f"mimir/{tenant}/{team}.yaml"] = header + dump(
-            {"namespace": team, "groups": [rule_group(model, spec) for spec in specs]}
+            {"namespace": team, "groups": [groups[spec.slo.name] for spec in specs]}
         )
     return files
 
@@ -118,14 +117,15 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     model = alert_plan.model
     profiles = model.project.rule_profiles
     files: dict[str, str] = {}
+    groups = {spec.slo.name: rule_group(model, spec) for spec in alert_plan}  # each form writes the same group
     for spec in alert_plan:
         name = spec.slo.name
         if profiles.operator_namespace:
-            files[f"prometheus-operator/{name}.yaml"] = operator(model, spec)
+            files[f"prometheus-operator/{name}.yaml"] = operator(model, spec, groups[name])
         if profiles.thanos:
-            files[f"thanos/{name}.rules.yaml"] = thanos(model, spec)
+            files[f"thanos/{name}.rules.yaml"] = thanos(model, spec, groups[name])
         if profiles.vmalert:
-            files[f"vmalert/{name}.rules.yaml"] = vmalert(model, spec)
+            files[f"vmalert/{name}.rules.yaml"] = vmalert(spec, groups[name])
     if profiles.mimir_tenant:
-        files.update(mimir(alert_plan))
+        files.update(mimir(alert_plan, groups))
     return {path: text.encode("utf-8") for path, text in files.items()}
