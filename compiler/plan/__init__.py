@@ -10,8 +10,10 @@ is one change in this module.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from compiler.diagnostics import Diagnostic
@@ -31,6 +33,11 @@ from compiler.promql import format_duration
 from compiler.text.numbers import go_float
 
 AlertKind = Literal["burn", "range", "no_data", "vanished", "assumption"]
+
+
+@functools.lru_cache(maxsize=65_536)
+def _label_map(labels: tuple[tuple[str, str], ...]) -> Mapping[str, str]:
+    return MappingProxyType(dict(labels))
 
 
 @dataclass(frozen=True)
@@ -59,8 +66,10 @@ class AlertSpec:
         return self.severity == "page" and self.kind != "assumption"
 
     @property
-    def label_map(self) -> dict[str, str]:
-        return dict(self.labels)
+    def label_map(self) -> Mapping[str, str]:
+        """The labels by name, read-only: the generated tests' assertions read them hundreds of thousands of
+        times for a thousand specs, so each distinct set is built once (outside the alert, which pickles)."""
+        return _label_map(self.labels)
 
     @property
     def severity_label(self) -> str:

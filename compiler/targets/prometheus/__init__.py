@@ -13,6 +13,7 @@ plus, per band with a relative bound, its held baseline (``baseline``), and a fl
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,7 +171,7 @@ class AlertRule:
         return self.spec.keep_firing_for_ms
 
     @property
-    def labels(self) -> dict[str, str]:
+    def labels(self) -> Mapping[str, str]:
         return self.spec.label_map
 
     def to_rule(self) -> dict[str, Any]:
@@ -179,7 +180,7 @@ class AlertRule:
             rule["for"] = format_duration(self.for_ms)
         if self.keep_firing_for_ms:
             rule["keep_firing_for"] = format_duration(self.keep_firing_for_ms)
-        rule["labels"] = self.labels
+        rule["labels"] = dict(self.labels)  # a rule's own dict: one object twice in a file is a YAML anchor
         rule["annotations"] = dict(self.annotations)
         return rule
 
