@@ -117,15 +117,21 @@ def render(alert_plan: Plan) -> dict[str, bytes]:
     model = alert_plan.model
     profiles = model.project.rule_profiles
     files: dict[str, str] = {}
-    groups = {spec.slo.name: rule_group(model, spec) for spec in alert_plan}  # each form writes the same group
+    groups: dict[str, dict[str, Any]] = {}  # each form writes the same group: built once, when a form is on
+
+    def group(spec: SpecPlan) -> dict[str, Any]:
+        if spec.slo.name not in groups:
+            groups[spec.slo.name] = rule_group(model, spec)
+        return groups[spec.slo.name]
+
     for spec in alert_plan:
         name = spec.slo.name
         if profiles.operator_namespace:
-            files[f"prometheus-operator/{name}.yaml"] = operator(model, spec, groups[name])
+            files[f"prometheus-operator/{name}.yaml"] = operator(model, spec, group(spec))
         if profiles.thanos:
-            files[f"thanos/{name}.rules.yaml"] = thanos(model, spec, groups[name])
+            files[f"thanos/{name}.rules.yaml"] = thanos(model, spec, group(spec))
         if profiles.vmalert:
-            files[f"vmalert/{name}.rules.yaml"] = vmalert(spec, groups[name])
+            files[f"vmalert/{name}.rules.yaml"] = vmalert(spec, group(spec))
     if profiles.mimir_tenant:
-        files.update(mimir(alert_plan, groups))
+        files.update(mimir(alert_plan, {spec.slo.name: group(spec) for spec in alert_plan}))
     return {path: text.encode("utf-8") for path, text in files.items()}
