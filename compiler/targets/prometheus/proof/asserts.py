@@ -6,6 +6,7 @@ absence of alerts are asserted through the ``ALERTS`` series with ``promql_expr_
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -36,11 +37,19 @@ def alert_labels(rule: AlertRule, slice_labels: Mapping[str, str]) -> dict[str, 
 
 
 def alerts_sample(rule: AlertRule, state: str, slice_labels: Mapping[str, str]) -> dict[str, Any]:
-    """The ``ALERTS`` sample of ``rule`` in ``state`` (pending or firing) for a slice."""
-    labels = {"__name__": "ALERTS", "alertname": rule.name, "alertstate": state}
-    labels.update(alert_labels(rule, slice_labels))
-    name = labels.pop("__name__")
-    return {"labels": name + label_text(labels), "value": 1}
+    """The ``ALERTS`` sample of ``rule`` in ``state`` (pending or firing) for a slice (a new dict each time:
+    one object twice in a test file would be a YAML anchor)."""
+    sliced = () if rule.kind == "no_data" else tuple(slice_labels.items())
+    return {"labels": _alerts_text(rule.name, state, tuple(rule.labels.items()), sliced), "value": 1}
+
+
+@functools.lru_cache(maxsize=16_384)  # the cases assert the same few samples again and again
+def _alerts_text(
+    name: str, state: str, labels: tuple[tuple[str, str], ...], slice_labels: tuple[tuple[str, str], ...]
+) -> str:
+    merged = {"__name__": "ALERTS", "alertname": name, "alertstate": state, **dict(labels), **dict(slice_labels)}
+    metric = merged.pop("__name__")
+    return metric + label_text(merged)
 
 
 def states_at(
