@@ -4,10 +4,10 @@ jsonnet has no limit of its own: a non-terminating function runs forever and a 6
 comprehension can allocate tens of gigabytes, and when its allocator fails the C++ library
 aborts the whole process. So the evaluation runs in a separate process that caps its own
 address space and CPU time first; the parent adds a wall-clock timeout and turns an abort
-into a positioned error. This file is run as a script (``python -P jsonnet_child.py ...``)
+into a positioned error. This file is run as a script (``python -P -S jsonnet_child.py ...``)
 and imports nothing from the compiler, so it works however the compiler was installed.
 
-Arguments: FILE ROOT MEMORY_BYTES CPU_SECONDS MAX_SOURCE_BYTES MAX_OUTPUT_BYTES. Prints one
+Arguments: FILE ROOT MEMORY_BYTES CPU_SECONDS MAX_SOURCE_BYTES MAX_OUTPUT_BYTES [JSONNET_FOLDER]. Prints one
 JSON object: ``{"output": text}`` or ``{"error": message}``; exits 3 when Python itself runs
 out of memory.
 """
@@ -55,6 +55,8 @@ def main(argv: list[str]) -> int:
     memory, cpu, max_source, max_output = (int(arg) for arg in argv[3:7])
     _cap(resource.RLIMIT_AS, memory)
     _cap(resource.RLIMIT_CPU, cpu)
+    if len(argv) > 7 and argv[7]:
+        sys.path.append(argv[7])  # run without site (-S): the library's folder, as the compiler found it
     import _jsonnet
 
     try:

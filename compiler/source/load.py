@@ -12,7 +12,9 @@ huge files) as diagnostics.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -340,12 +342,21 @@ _JSONNET_LOCATION = re.compile(
 _OUT_OF_MEMORY_EXITS = {3, 134, -signal.SIGABRT, -signal.SIGKILL, -signal.SIGSEGV}
 
 
+@functools.cache
+def _jsonnet_folder() -> str:
+    """The folder this process imports the jsonnet library (``_jsonnet``) from, for the child to import it
+    from too; empty when it is not installed (the child then reports the import failing)."""
+    found = importlib.util.find_spec("_jsonnet")
+    return str(Path(found.origin).parent) if found is not None and found.origin else ""
+
+
 def _evaluate_jsonnet(file: Path, spec_root: Path) -> dict[str, str]:
     """Run jsonnet in a bounded child process: ``{"output": json}``, ``{"error": jsonnet's message}``
     or ``{"limit": what was exceeded}``."""
     command = [
         sys.executable,
         "-P",
+        "-S",  # no site: the child imports only _jsonnet, from where this process finds it (20 ms of start-up less)
         str(_JSONNET_CHILD),
         str(file),
         str(spec_root.resolve()),
@@ -353,6 +364,7 @@ def _evaluate_jsonnet(file: Path, spec_root: Path) -> dict[str, str]:
         str(JSONNET_TIMEOUT_SECONDS + 1),  # CPU time: the backstop if this process dies first
         str(MAX_FILE_BYTES),
         str(JSONNET_MAX_OUTPUT_BYTES),
+        _jsonnet_folder(),
     ]
     exceeded_time = {
         "limit": f"jsonnet evaluation exceeded {JSONNET_TIMEOUT_SECONDS} s, the limit per file; "
