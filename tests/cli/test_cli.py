@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -207,6 +209,25 @@ def test_write_tree_failure_keeps_previous_tree(tmp_path: Path, monkeypatch: pyt
     assert written == ["a.yaml", "c.yaml"]
     assert read_tree(out) == previous
     assert leftovers(tmp_path) == []
+
+
+def test_write_tree_sets_fixed_modes_whatever_the_umask(tmp_path: Path) -> None:
+    """Folders 0755 and files 0644 under a umask of 077 too: the platform team deploys what CI wrote."""
+    out = tmp_path / "out"
+    files = {"a.yaml": b"a\n", "p/q/r/deep.yaml": b"deep\n", "p/side.yaml": b"side\n", "z/last.md": b"last\n"}
+    previous = os.umask(0o077)
+    try:
+        write_tree(files, out)
+    finally:
+        os.umask(previous)
+    modes = {path.relative_to(out).as_posix(): stat.S_IMODE(path.stat().st_mode) for path in out.rglob("*")}
+    folders = {"p", "p/q", "p/q/r", "z"}
+    assert modes == {
+        **{folder: 0o755 for folder in folders},
+        **{name: 0o644 for name in [*files, write.MANIFEST_NAME]},
+    }
+    assert stat.S_IMODE(out.stat().st_mode) == 0o755
+    assert read_tree(out) == files
 
 
 def test_recover_restores_parked_tree_when_output_is_missing(tmp_path: Path) -> None:
