@@ -38,6 +38,7 @@ def _env() -> jinja2.Environment:
     """One environment per process: jinja2 keeps its compiled templates, which cost more than a render."""
     env = jinja2.Environment(
         loader=PrecompiledLoader(),
+        auto_reload=False,  # the package's templates do not change under a process: no stat per render
         undefined=jinja2.StrictUndefined,
         autoescape=True,
         keep_trailing_newline=True,

@@ -44,6 +44,7 @@ INDEX_PATH = f"{links.RUNBOOKS_DIR}/README.md"
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=PrecompiledLoader(),  # package data, compiled ahead of time: works from an installed wheel
+        auto_reload=False,  # the package's templates do not change under a process: no stat per render
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
