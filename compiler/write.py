@@ -14,9 +14,11 @@ runs on one output directory take turns; the holder removes the lock file when i
 
 Atomicity: the output is built in ``.<name>.new-<pid>-<random>`` beside it and swapped in
 with two renames (the old tree parked as ``.<name>.old-<pid>``) while every catchable signal
-is blocked, so no signal can leave the output missing or partial. A run killed outright leaves its
-build directory behind; the next run removes leftovers whose process is dead (restoring a
-parked tree if the output is missing) and never touches those of a live process.
+is blocked, so no signal can leave the output missing or partial. A file whose bytes are unchanged
+is hard-linked into the build from the current output rather than written again (``_kept``: only a
+file no path outside the output reaches). A run killed outright leaves its build directory behind;
+the next run removes leftovers whose process is dead (restoring a parked tree if the output is
+missing) and never touches those of a live process.
 
 Signals: while a run writes, terminating signals raise ``InterruptedBySignalError`` so the build
 directory is removed before the process exits; once the new tree is in place, a signal is
@@ -32,6 +34,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -373,7 +376,7 @@ def write_tree(files: dict[str, bytes], out_dir: Path, spec_dir: Path | None = N
         edited = _hand_edited(out_dir)
         build = Path(tempfile.mkdtemp(prefix=leftover_name(out_dir, "new", os.getpid()) + "-", dir=out_dir.parent))
         try:
-            _fill(build, files)
+            _fill(build, files, out_dir)
             _swap(build, out_dir, guard)
         finally:
             if build.exists():
@@ -381,12 +384,14 @@ def write_tree(files: dict[str, bytes], out_dir: Path, spec_dir: Path | None = N
     return edited
 
 
-def _fill(build: Path, files: dict[str, bytes]) -> None:
+def _fill(build: Path, files: dict[str, bytes], current: Path) -> None:
     """Write ``files`` into the empty ``build`` with fixed modes (not the umask's): 0755 folders, 0644 files.
 
-    Each folder is made once and the modes are set on the paths written, not found by walking the
-    tree again: the library's 732 files are in 14 folders, and a ``mkdir`` and two ``stat`` calls
-    per file were a tenth of ``generate``'s system time.
+    A file whose bytes the ``current`` output already holds is hard-linked from it (``_kept``) rather
+    than written again: creating a file costs this machine 0.5 ms of system time, linking one 0.015 ms,
+    so ``generate`` over an unchanged library no longer spends 0.2-0.5 s re-creating its 733 files, and
+    an unchanged file keeps its inode and time. Each folder is made once and the modes are set on the
+    paths written, not found by walking the tree again.
     """
     folders = {build}
     written = []
@@ -395,14 +400,50 @@ def _fill(build: Path, files: dict[str, bytes]) -> None:
         if target.parent not in folders:
             target.parent.mkdir(parents=True, exist_ok=True)
             folders.update(_folders_between(build, target.parent))
-        target.write_bytes(files[name])
-        written.append(target)
+        if not _kept(current / name, target, files[name]):
+            target.write_bytes(files[name])
+            written.append(target)
     (build / MANIFEST_NAME).write_bytes(manifest_bytes(files))  # last: a tree with a manifest is complete
     written.append(build / MANIFEST_NAME)
     for folder in sorted(folders):
         folder.chmod(0o755)
     for file in written:
         file.chmod(0o644)
+
+
+def _kept(old: Path, target: Path, data: bytes) -> bool:
+    """Hard-link ``old`` as ``target`` when it holds exactly ``data``; False (nothing made) when it cannot be.
+
+    Only a file this run could have written itself is shared: a regular file of this user, mode 0644
+    (so no ``chmod`` reaches it), with no other link (an inode reached from outside the output would
+    change with it) and the same bytes. The lock keeps other runs out; a hand edit made between the
+    read and the link changes the file's time, and the file is then written afresh. A file system
+    without hard links, or another device, is written as before.
+    """
+    try:
+        before = old.lstat()
+        if not (
+            stat.S_ISREG(before.st_mode)
+            and stat.S_IMODE(before.st_mode) == 0o644
+            and before.st_nlink == 1
+            and before.st_uid == os.geteuid()
+            and before.st_size == len(data)
+            and old.read_bytes() == data
+        ):
+            return False
+        os.link(old, target)
+    except OSError:
+        return False
+    after = target.lstat()
+    if (after.st_ino, after.st_dev, after.st_size, after.st_mtime_ns) == (
+        before.st_ino,
+        before.st_dev,
+        before.st_size,
+        before.st_mtime_ns,
+    ):
+        return True
+    target.unlink()
+    return False
 
 
 def _folders_between(build: Path, folder: Path) -> list[Path]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import subprocess
@@ -228,6 +229,89 @@ def test_write_tree_sets_fixed_modes_whatever_the_umask(tmp_path: Path) -> None:
     }
     assert stat.S_IMODE(out.stat().st_mode) == 0o755
     assert read_tree(out) == files
+
+
+def _inodes(out: Path) -> dict[str, int]:
+    return {path.relative_to(out).as_posix(): path.stat().st_ino for path in out.rglob("*") if path.is_file()}
+
+
+def test_write_tree_keeps_an_unchanged_file_and_writes_a_changed_one(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    write_tree({"same.yaml": b"same\n", "sub/changed.yaml": b"old\n", "gone.yaml": b"gone\n"}, out)
+    before = _inodes(out)
+    files = {"same.yaml": b"same\n", "sub/changed.yaml": b"new\n", "new.yaml": b"new\n"}
+    write_tree(files, out)
+    after = _inodes(out)
+    assert read_tree(out) == files
+    assert after["same.yaml"] == before["same.yaml"]  # linked from the tree it replaced, not written again
+    assert after["sub/changed.yaml"] != before["sub/changed.yaml"]
+    assert {path.stat().st_nlink for path in out.rglob("*") if path.is_file()} == {1}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in out.rglob("*") if path.is_file()} == {0o644}
+    assert leftovers(tmp_path) == []
+
+
+def test_write_tree_writes_afresh_a_file_reached_from_outside_or_with_another_mode(tmp_path: Path) -> None:
+    """An inode another path shares, or one whose mode was changed, is left as it is: a new file replaces it."""
+    out = tmp_path / "out"
+    files = {"linked.yaml": b"linked\n", "private.yaml": b"private\n"}
+    write_tree(files, out)
+    outside = tmp_path / "elsewhere.yaml"
+    os.link(out / "linked.yaml", outside)
+    (out / "private.yaml").chmod(0o600)
+    private_inode = (out / "private.yaml").stat().st_ino
+    write_tree(files, out)
+    assert read_tree(out) == files
+    assert (out / "linked.yaml").stat().st_ino != outside.stat().st_ino
+    assert (out / "private.yaml").stat().st_ino != private_inode
+    assert stat.S_IMODE((out / "private.yaml").stat().st_mode) == 0o644
+    outside.write_bytes(b"edited outside\n")
+    assert (out / "linked.yaml").read_bytes() == b"linked\n"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_write_tree_writes_afresh_a_file_of_another_user(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    files = {"a.yaml": b"a\n"}
+    write_tree(files, out)
+    os.chown(out / "a.yaml", 4242, 4242)
+    write_tree(files, out)
+    assert (out / "a.yaml").stat().st_uid == os.geteuid()
+    assert read_tree(out) == files
+
+
+def test_write_tree_writes_every_file_where_hard_links_fail(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out = tmp_path / "out"
+    files = {"a.yaml": b"a\n", "sub/b.yaml": b"b\n"}
+    write_tree(files, out)
+    before = _inodes(out)
+
+    def no_links(source: object, target: object) -> None:
+        raise OSError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    write_tree(files, out)
+    assert read_tree(out) == files
+    assert set(_inodes(out).values()).isdisjoint(before.values())
+
+
+def test_write_tree_writes_afresh_a_file_edited_while_it_was_linked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An edit that lands between the comparison and the link changes the file's time: it is not kept."""
+    out = tmp_path / "out"
+    files = {"a.yaml": b"aaaa\n"}
+    write_tree(files, out)
+    real_link = os.link
+
+    def edit_then_link(source: str | Path, target: str | Path) -> None:
+        Path(source).write_bytes(b"EDIT\n")  # same size, in place
+        os.utime(source, ns=(1, 1))
+        real_link(source, target)
+
+    monkeypatch.setattr(os, "link", edit_then_link)
+    write_tree(files, out)
+    assert read_tree(out) == files
+    assert leftovers(tmp_path) == []
 
 
 def test_recover_restores_parked_tree_when_output_is_missing(tmp_path: Path) -> None:
