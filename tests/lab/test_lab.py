@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import socket
 import subprocess
 import time
@@ -166,9 +167,19 @@ def test_a_wrong_job_label_is_reported_by_preflight_against_the_lab(
     assert 'job="node_exporter"' in problem["message"] and "node-exporter" in problem["message"], problem
 
 
+# Tickets a single failed scrape of a job raises in the lab (its ``for`` is 4 s): the job whose ``up`` they read.
+_SCRAPE_TICKETS = {"EtcdMembersBelowNormalRange": lab.ETCD_JOB}
+
+
+def _failed_scrapes(running: lab.Lab, job: str, since: float) -> list[dict[str, Any]]:
+    """The targets of ``job`` with a failed scrape (``up`` 0) recorded since ``since`` (Unix seconds)."""
+    seconds = max(1, math.ceil(time.time() - since))
+    return running.prometheus.query(f'min_over_time(up{{job="{job}"}}[{seconds}s]) == 0')
+
+
 def test_a_stopped_etcd_member_tickets_the_apiserver_team_and_resolves_when_it_returns(running: lab.Lab) -> None:
     follower = next(m for m in running.members if not m.is_leader())  # stopping the leader is another fault
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     follower.stop()  # by its PID
     name = "EtcdMembersBelowNormalRange"
 
@@ -186,6 +197,7 @@ def test_a_stopped_etcd_member_tickets_the_apiserver_team_and_resolves_when_it_r
         assert alert["labels"]["severity"] == "ticket" and alert["labels"]["team"] == "platform-apiserver"
         assert alert["labels"]["cluster"] == lab.CLUSTER and alert["labels"]["slo"] == "etcd-member-availability"
         assert not running.lab_alerts("page"), running.lab_alerts("page")  # 2 of 3 keep quorum: no page
+        assert _failed_scrapes(running, lab.ETCD_JOB, started_at), "a ticket with no failed scrape recorded"
     finally:
         follower.start()
     restarted = time.monotonic()
@@ -225,6 +237,7 @@ def test_prometheus_stopped_stops_the_heartbeat_and_restarted_resumes_it_with_no
     pages = {r for r in running.sink.receivers() if r.endswith("-page")}
     before = {r: len(running.sink.alerts(r)) for r in running.sink.receivers()}
     firing_before = {a["alertname"] for a in running.lab_alerts() if a["alertstate"] == "firing"}
+    watched_from = time.time()
     stopped = time.monotonic()
     server.stop()  # by its PID
     try:
@@ -265,7 +278,14 @@ def test_prometheus_stopped_stops_the_heartbeat_and_restarted_resumes_it_with_no
         for a in running.sink.alerts(r)[before.get(r, 0) :]
         if a["status"] == "firing"
     }
-    assert tickets <= firing_before, tickets - firing_before
+    # A member's scrape that timed out (1 s in the lab, under the suite running beside it) is a true ticket once
+    # the lab's 4 s ``for`` passes; such a ticket is allowed only when Prometheus recorded that failed scrape.
+    unexplained = {
+        name
+        for name in tickets - firing_before
+        if name not in _SCRAPE_TICKETS or not _failed_scrapes(running, _SCRAPE_TICKETS[name], watched_from)
+    }
+    assert not unexplained, (unexplained, firing_before)
     print(
         f"\nlab: Prometheus stopped: the last heartbeat ping {last:.1f}s after the stop; restarted, the pings resumed "
         f"{resumed:.1f}s after the restart; no page, no NoData; tickets firing again: {sorted(tickets)}"
